@@ -1,0 +1,151 @@
+"""Measure what one training minibatch of each workload costs, from the torch model itself.
+
+One forward, backward and optimiser step runs on the ``meta`` device (shapes only, no arithmetic,
+so BERT-base at 16x384 takes a second) under ``torch.utils.flop_counter.FlopCounterMode`` and a
+dispatch mode of ours that records, for every aten op (≈ one GPU kernel), its FLOPs and the bytes
+of its inputs and outputs. The twin turns these into time with a per-kernel roofline, so ops are
+kept in arithmetic-intensity bins rather than summed: a memory-bound op and a compute-bound op
+of the same total must not average into a moderate one.
+
+Run ``python -m jetfleet.agent.workloads.characterise`` (``make characterise``) to rewrite
+``characterisation.json``; a test fails when the checked-in file no longer matches the models.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.flop_counter import FlopCounterMode
+
+from jetfleet.agent.workloads.registry import WORKLOADS
+from jetfleet.agent.workloads.training import _loss, build_model, shapes
+
+# Intensity bin edges in FLOP/byte; bins are [edge_i, edge_i+1).
+INTENSITY_EDGES = [0.0, 1.0, 4.0, 16.0, 32.0, 64.0, 128.0, 256.0, math.inf]
+FUSED_KERNELS_PER_LAYER = 6  # cuDNN RNN: input GEMM + persistent recurrent kernel, fwd and bwd
+_SKIP = {"aten.detach.default", "aten.view.default", "aten._unsafe_view.default", "aten.t.default",
+         "aten.expand.default", "aten.permute.default", "aten.transpose.int", "aten.unsqueeze.default",
+         "aten.squeeze.dim", "aten.as_strided.default", "aten.slice.Tensor", "aten.select.int",
+         "aten.split.Tensor", "aten.split_with_sizes.default", "aten.alias.default", "aten.empty.memory_format",
+         "aten.empty_strided.default", "aten.lift_fresh.default", "aten.split.default",
+         "aten.chunk.default", "aten.unbind.int", "aten.reshape.default", "aten._to_copy.default"}
+
+
+def _bytes(obj: Any) -> int:
+    leaves, _ = tree_flatten(obj)
+    return sum(t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor))
+
+
+class _OpRecorder(TorchDispatchMode):
+    def __init__(self, flops: FlopCounterMode) -> None:
+        super().__init__()
+        self.flops = flops
+        self.ops: list[tuple[str, float, float]] = []  # (op name, flops, bytes) per kernel
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        before = self.flops.get_total_flops()
+        out = func(*args, **(kwargs or {}))
+        name = str(func)
+        if name not in _SKIP:
+            flops = float(self.flops.get_total_flops() - before)
+            if name == "aten.convolution_backward.default":
+                flops = _conv_backward_flops(args)
+            self.ops.append((name, flops, float(_bytes(args) + _bytes(kwargs) + _bytes(out))))
+        return out
+
+
+def _conv_backward_flops(args: tuple[Any, ...]) -> float:
+    """Each requested gradient (input, weight) of a convolution costs what the forward costs.
+
+    Counted from the shapes because FlopCounterMode in torch 2.13 ignores ``groups`` in the
+    backward formula and reports depthwise convolutions' backward ~25x too high."""
+    grad_out, _inp, weight = args[0], args[1], args[2]
+    mask = args[-1]
+    forward = 2.0 * grad_out.numel() * weight.shape[1] * math.prod(weight.shape[2:])
+    return forward * (int(mask[0]) + int(mask[1]))
+
+
+def _fused_recurrent_kernels(model: torch.nn.Module, x: torch.Tensor) -> tuple[int, int, float]:
+    """(aten ops, GPU kernels, elementwise bytes) of the recurrent layers. On a GPU, cuDNN runs an
+    LSTM layer as a few fused kernels whose gate arithmetic stays on chip; on the meta device it
+    decomposes into per-time-step ops, so those ops are counted here, replaced by
+    FUSED_KERNELS_PER_LAYER kernels per layer, and their elementwise traffic dropped."""
+    ops = kernels = 0
+    elementwise = 0.0
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.LSTM | torch.nn.GRU):
+            emb = torch.randn(x.shape[0], x.shape[1], mod.input_size, device="meta", requires_grad=True)
+            counter = FlopCounterMode(display=False)
+            with counter, _OpRecorder(counter) as rec:
+                mod(emb)[0].sum().backward()
+            ops += len(rec.ops)
+            kernels += FUSED_KERNELS_PER_LAYER * mod.num_layers
+            elementwise += sum(b for _, f, b in rec.ops if f <= 0)
+    return ops, kernels, elementwise
+
+
+def characterise(name: str, minibatch_size: int = 16) -> dict[str, Any]:
+    s = shapes(name, 1.0)
+    with torch.device("meta"):
+        model = build_model(name).train()
+        if s.kind == "image":
+            x = torch.randn(minibatch_size, 3, s.size, s.size)
+            y = torch.randint(0, s.classes, (minibatch_size,))
+        else:
+            x = torch.randint(0, s.classes, (minibatch_size, s.size))
+            y = torch.randint(0, s.classes, (minibatch_size, s.size))
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, foreach=False)
+    counter = FlopCounterMode(display=False)
+    with counter, _OpRecorder(counter) as rec:
+        _loss(name, model(x), y).backward()
+        opt.step()
+    bins = {cls: [[0.0, 0.0, 0] for _ in INTENSITY_EDGES[:-1]] for cls in ("conv", "matmul")}
+    memory_bytes, memory_kernels = 0.0, 0
+    for op, f, b in rec.ops:
+        if f <= 0:
+            memory_bytes += b
+            memory_kernels += 1
+            continue
+        cls = "conv" if "convolution" in op else "matmul"
+        i = next(k for k in range(len(INTENSITY_EDGES) - 1) if f / max(b, 1.0) < INTENSITY_EDGES[k + 1])
+        bins[cls][i][0] += f
+        bins[cls][i][1] += b
+        bins[cls][i][2] += 1
+    recurrent_ops, fused, fused_bytes = _fused_recurrent_kernels(model, x)
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    return {
+        "minibatch_size": minibatch_size,
+        "input": f"{s.kind} {s.size}",
+        "kernels": len(rec.ops) - recurrent_ops + fused,
+        "flops": float(sum(f for _, f, _ in rec.ops)),
+        "param_bytes": float(params),
+        "memory_kernels": memory_kernels,
+        "memory_bytes": memory_bytes - fused_bytes,
+        # [flops, bytes, kernels] of compute kernels per class and intensity bin (INTENSITY_EDGES)
+        "conv_bins": [[round(f), round(b), n] for f, b, n in bins["conv"] if n],
+        "matmul_bins": [[round(f), round(b), n] for f, b, n in bins["matmul"] if n],
+    }
+
+
+def characterise_all() -> dict[str, dict[str, Any]]:
+    return {name: characterise(name, WORKLOADS[name].minibatch_size) for name in sorted(WORKLOADS)}
+
+
+def main(argv: list[str]) -> int:
+    out = Path(__file__).with_name("characterisation.json")
+    text = json.dumps(characterise_all(), indent=1, sort_keys=True) + "\n"
+    if argv and argv[0] == "--check":
+        return 0 if out.read_text() == text else 1
+    out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,22 @@
+"""The ``jetfleet`` command. Groups are thin: they parse, call library code, and print."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from jetfleet.cli.boards import modes_cmd, twin_group
+
+
+@click.group()
+@click.option("-v", "--verbose", count=True, help="more logging (-vv for debug)")
+@click.version_option(package_name="jetfleet")
+def cli(verbose: int) -> None:
+    """jetfleet: run a lab of Jetson boards as one fleet."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+cli.add_command(modes_cmd)
+cli.add_command(twin_group)

@@ -1,0 +1,236 @@
+"""Power-mode catalogs: what a power mode is on each board model.
+
+A power mode is (online CPU cores, CPU MHz, GPU MHz, memory/EMC MHz), written ``CORES/CPU/GPU/MEM``
+(``12/2201.6/1300.5/3199``) or by a preset name (``MAXN``). Each board model is described by a
+TOML file in ``jetfleet/shared/boards/``; adding a board means adding a file, no code.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jetfleet.shared.errors import InvalidArgument, NotFound
+
+KNOBS = ("cores", "cpu_mhz", "gpu_mhz", "mem_mhz")
+
+
+def format_mhz(value: float) -> str:
+    """1300.5 -> '1300.5', 3199.0 -> '3199' (the way operators write frequencies)."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+@dataclass(frozen=True, order=True)
+class PowerMode:
+    cores: int
+    cpu_mhz: float
+    gpu_mhz: float
+    mem_mhz: float
+
+    def __str__(self) -> str:
+        return "/".join([str(self.cores), format_mhz(self.cpu_mhz), format_mhz(self.gpu_mhz),
+                         format_mhz(self.mem_mhz)])
+
+    def as_tuple(self) -> tuple[int, float, float, float]:
+        return (self.cores, self.cpu_mhz, self.gpu_mhz, self.mem_mhz)
+
+
+@dataclass(frozen=True)
+class Rail:
+    """One power rail as the board reports it, and which twin components feed it."""
+
+    label: str
+    parts: tuple[str, ...]
+    in_total: bool
+
+
+def _nearest(values: Sequence[float], x: float, n: int = 2) -> list[float]:
+    return sorted(sorted(values, key=lambda v: (abs(v - x), v))[:n])
+
+
+@dataclass(frozen=True)
+class Catalog:
+    model: str
+    name: str
+    cores: tuple[int, ...]
+    cpu_mhz: tuple[float, ...]
+    gpu_mhz: tuple[float, ...]
+    mem_mhz: tuple[float, ...]
+    presets: Mapping[str, PowerMode] = field(default_factory=dict)
+    rails: tuple[Rail, ...] = ()
+    grid_specs: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
+    device_tree_match: tuple[str, ...] = ()
+    twin: Mapping[str, Any] = field(default_factory=dict)
+
+    # --- knobs -------------------------------------------------------------------------------
+    def knob_values(self, knob: str) -> tuple[float, ...]:
+        return tuple(getattr(self, knob))
+
+    @property
+    def size(self) -> int:
+        return len(self.cores) * len(self.cpu_mhz) * len(self.gpu_mhz) * len(self.mem_mhz)
+
+    @property
+    def maxn(self) -> PowerMode:
+        return self.presets.get("MAXN") or PowerMode(
+            max(self.cores), max(self.cpu_mhz), max(self.gpu_mhz), max(self.mem_mhz))
+
+    # --- validation and parsing --------------------------------------------------------------
+    def validate(self, mode: PowerMode) -> PowerMode:
+        """Return ``mode`` if every knob is in this catalog, else raise naming the bad knob."""
+        for knob in KNOBS:
+            allowed = self.knob_values(knob)
+            value = getattr(mode, knob)
+            if not any(abs(value - a) < 1e-6 for a in allowed):
+                near = ", ".join(format_mhz(v) for v in _nearest(allowed, value))
+                raise InvalidArgument(
+                    f"{knob}={format_mhz(value)} is not a value of {self.model}; nearest allowed: {near} "
+                    f"(range {format_mhz(min(allowed))}..{format_mhz(max(allowed))}, {len(allowed)} values)",
+                    field=knob)
+        # Normalise to the catalog's exact floats so equal modes compare equal.
+        return PowerMode(*(self._exact(k, getattr(mode, k)) for k in KNOBS))  # type: ignore[arg-type]
+
+    def _exact(self, knob: str, value: float) -> float:
+        for a in self.knob_values(knob):
+            if abs(value - a) < 1e-6:
+                return int(a) if knob == "cores" else float(a)
+        raise AssertionError(knob)
+
+    def parse_mode(self, text: str) -> PowerMode:
+        """Parse ``CORES/CPU/GPU/MEM`` (MHz) or a preset name (case-insensitive)."""
+        text = text.strip()
+        for name, mode in self.presets.items():
+            if text.lower() == name.lower():
+                return mode
+        parts = text.split("/")
+        if len(parts) != 4:
+            names = ", ".join(self.presets) or "none"
+            raise InvalidArgument(
+                f"mode {text!r} is neither CORES/CPU_MHZ/GPU_MHZ/MEM_MHZ (e.g. {self.maxn}) "
+                f"nor a preset of {self.model} ({names})", field="mode")
+        values: list[float] = []
+        for knob, part in zip(KNOBS, parts, strict=True):
+            try:
+                values.append(float(part))
+            except ValueError:
+                raise InvalidArgument(f"{knob} {part!r} is not a number in mode {text!r}", field=knob) from None
+        if values[0] != int(values[0]):
+            raise InvalidArgument(f"cores must be a whole number, got {parts[0]!r}", field="cores")
+        return self.validate(PowerMode(int(values[0]), values[1], values[2], values[3]))
+
+    def preset_name(self, mode: PowerMode) -> str | None:
+        for name, preset in self.presets.items():
+            if preset == mode:
+                return name
+        return None
+
+    # --- grids ---------------------------------------------------------------------------------
+    @property
+    def grid_names(self) -> tuple[str, ...]:
+        return ("full", *sorted(self.grid_specs), "presets")
+
+    def grid(self, name: str) -> list[PowerMode]:
+        if name == "presets":
+            return list(dict.fromkeys(self.presets.values()))
+        if name == "full":
+            spec: Mapping[str, tuple[float, ...]] = {}
+        elif name in self.grid_specs:
+            spec = self.grid_specs[name]
+        else:
+            raise InvalidArgument(
+                f"grid {name!r} is not defined for {self.model}; allowed: {', '.join(self.grid_names)}",
+                field="grid")
+        axes = [spec.get(k) or self.knob_values(k) for k in KNOBS]
+        return [PowerMode(int(c), float(f), float(g), float(m)) for c, f, g, m in itertools.product(*axes)]
+
+    def index_of(self, mode: PowerMode) -> int:
+        """Position of a mode in the ``full`` grid (a dense id for storage and arrays)."""
+        self.validate(mode)
+        idx = [bisect.bisect_left(self.knob_values(k), getattr(mode, k) - 1e-6) for k in KNOBS]
+        n = [len(self.knob_values(k)) for k in KNOBS]
+        return ((idx[0] * n[1] + idx[1]) * n[2] + idx[2]) * n[3] + idx[3]
+
+    # --- rails ---------------------------------------------------------------------------------
+    def rail_labels(self) -> list[str]:
+        return [r.label for r in self.rails]
+
+    def total_power_w(self, rail_power_w: Mapping[str, float]) -> float:
+        counted = _total_labels(self.rails)
+        return sum(w for label, w in rail_power_w.items() if label in counted)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "name": self.name, "cores": list(self.cores),
+            "cpu_mhz": list(self.cpu_mhz), "gpu_mhz": list(self.gpu_mhz), "mem_mhz": list(self.mem_mhz),
+            "presets": {k: str(v) for k, v in self.presets.items()},
+            "rails": [{"label": r.label, "parts": list(r.parts), "in_total": r.in_total} for r in self.rails],
+            "grids": {k: {kk: list(vv) for kk, vv in v.items()} for k, v in self.grid_specs.items()},
+            "modes": self.size,
+        }
+
+
+@cache
+def _total_labels(rails: tuple[Rail, ...]) -> frozenset[str]:
+    return frozenset(r.label for r in rails if r.in_total)
+
+
+def catalog_from_knobs(model: str, cores: Iterable[int], cpu_mhz: Iterable[float],
+                       gpu_mhz: Iterable[float], mem_mhz: Iterable[float], *, name: str = "",
+                       presets: Mapping[str, str] | None = None, rails: Sequence[Rail] = ()) -> Catalog:
+    """Build a catalog from knob values (a board model reported by an agent, or an import)."""
+    base = Catalog(model=model, name=name or model, cores=tuple(sorted({int(c) for c in cores})),
+                   cpu_mhz=tuple(sorted({float(v) for v in cpu_mhz})),
+                   gpu_mhz=tuple(sorted({float(v) for v in gpu_mhz})),
+                   mem_mhz=tuple(sorted({float(v) for v in mem_mhz})), rails=tuple(rails))
+    for knob in KNOBS:
+        if not base.knob_values(knob):
+            raise InvalidArgument(f"catalog for {model} has no {knob} values", field=knob)
+    parsed = {k: base.parse_mode(v) for k, v in (presets or {}).items()}
+    return Catalog(**{**base.__dict__, "presets": parsed})
+
+
+def _load(text: str) -> Catalog:
+    data = tomllib.loads(text)
+    knobs = data["knobs"]
+    rails = tuple(Rail(r["label"], tuple(r["parts"]), bool(r["in_total"])) for r in data.get("rails", []))
+    cat = catalog_from_knobs(data["model"], knobs["cores"], knobs["cpu_mhz"], knobs["gpu_mhz"],
+                             knobs["mem_mhz"], name=data.get("name", ""), presets=data.get("presets"),
+                             rails=rails)
+    grids = {g: {k: tuple(float(x) for x in v) for k, v in spec.items()}
+             for g, spec in data.get("grids", {}).items()}
+    for spec in grids.values():
+        for knob, values in spec.items():
+            for v in values:
+                cat.validate(PowerMode(**{**cat.maxn.__dict__, knob: v}))
+    return Catalog(**{**cat.__dict__, "grid_specs": grids,
+                      "device_tree_match": tuple(data.get("device_tree_match", ())),
+                      "twin": data.get("twin", {})})
+
+
+@cache
+def builtin_catalogs() -> dict[str, Catalog]:
+    out: dict[str, Catalog] = {}
+    for entry in resources.files("jetfleet.shared.boards").iterdir():
+        if entry.name.endswith(".toml"):
+            cat = _load(entry.read_text())
+            out[cat.model] = cat
+    return out
+
+
+def load_catalog_file(path: Path) -> Catalog:
+    return _load(path.read_text())
+
+
+def get_catalog(model: str) -> Catalog:
+    cats = builtin_catalogs()
+    if model not in cats:
+        raise NotFound(f"unknown board model {model!r}; known: {', '.join(sorted(cats))}", field="board")
+    return cats[model]

@@ -1,0 +1,115 @@
+"""Fixture trees laid out like real Jetson boards' /sys, /proc and debugfs, for running the real
+backend. Layouts follow the boards' JetPack releases (node names, rail labels, units)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from jetfleet.shared.catalog import get_catalog
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    model: str
+    dt_model: str
+    l4t: str                      # contents of /etc/nv_tegra_release
+    gpu_node: str                 # devfreq node name (differs by JetPack)
+    rails: dict[str, tuple[int, int]]  # label -> (mV, mA) ; iio layouts use mW = mV*mA/1000
+    iio: bool = False
+
+
+LAYOUTS = {
+    "orin-jp5": Layout("orin-jp5", "agx-orin", "NVIDIA Jetson AGX Orin Developer Kit",
+                       "# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64",
+                       "17000000.ga10b",
+                       {"VDD_GPU_SOC": (5000, 3000), "VDD_CPU_CV": (5000, 1000), "VIN_SYS_5V0": (5000, 900),
+                        "VDDQ_VDD2_1V8AO": (5000, 400)}),
+    "orin-jp6": Layout("orin-jp6", "agx-orin", "NVIDIA Jetson AGX Orin Developer Kit",
+                       "# R36 (release), REVISION: 3.0, GCID: 36923193, BOARD: generic, EABI: aarch64",
+                       "17000000.gpu",
+                       {"VDD_GPU_SOC": (4992, 2000), "VDD_CPU_CV": (4992, 800), "VIN_SYS_5V0": (4992, 700),
+                        "VDDQ_VDD2_1V8AO": (4992, 300)}),
+    "xavier-jp4": Layout("xavier-jp4", "agx-xavier", "Jetson-AGX",
+                         "# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t186ref, EABI: aarch64",
+                         "17000000.gv11b",
+                         {"GPU": (1000, 2000), "CPU": (1000, 600), "SOC": (1000, 2600), "CV": (1000, 0),
+                          "VDDRQ": (1000, 600), "SYS5V": (1000, 2700)}, iio=True),
+    "orin-nano-jp6": Layout("orin-nano-jp6", "orin-nano", "NVIDIA Jetson Orin Nano Developer Kit",
+                            "# R36 (release), REVISION: 3.0, GCID: 36923193, BOARD: generic, EABI: aarch64",
+                            "17000000.gpu", {"VDD_IN": (5000, 1400), "VDD_CPU_GPU_CV": (5000, 500),
+                                             "VDD_SOC": (5000, 300)}),
+}
+
+
+def _w(path: Path, text: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{text}\n")
+
+
+def build_tree(root: Path, layout_name: str) -> Layout:
+    lay = LAYOUTS[layout_name]
+    cat = get_catalog(lay.model)
+    n = max(cat.cores)
+    _w(root / "proc/device-tree/model", lay.dt_model + "\0")
+    _w(root / "proc/device-tree/serial-number", f"1421{sum(map(ord, layout_name)):08d}\0")
+    _w(root / "proc/sys/kernel/osrelease", "5.15.136-tegra" if "jp6" in lay.name else "5.10.120-tegra")
+    _w(root / "etc/nv_tegra_release", lay.l4t)
+    _w(root / "proc/stat", "cpu  0 0 0 0 0 0 0 0 0 0\n" + "".join(
+        f"cpu{i} 100 0 100 800 0 0 0 0 0 0\n" for i in range(n)))
+    cpu = root / "sys/devices/system/cpu"
+    _w(cpu / "present", f"0-{n - 1}")
+    table = " ".join(str(int(round(f * 1000))) for f in cat.cpu_mhz)
+    for i in range(n):
+        if i:
+            _w(cpu / f"cpu{i}/online", 1)
+        fq = cpu / f"cpu{i}/cpufreq"
+        _w(fq / "scaling_available_frequencies", table)
+        _w(fq / "scaling_min_freq", int(round(cat.cpu_mhz[0] * 1000)))
+        _w(fq / "scaling_max_freq", int(round(cat.cpu_mhz[-1] * 1000)))
+        _w(fq / "scaling_cur_freq", int(round(cat.cpu_mhz[-1] * 1000)))
+    # The GPU's devfreq node lives under its platform device; /sys/class/devfreq links to it.
+    dev = root / "sys/devices/platform/bus@0" / lay.gpu_node
+    df = dev / "devfreq" / lay.gpu_node
+    _w(df / "available_frequencies", " ".join(str(int(round(f * 1e6))) for f in cat.gpu_mhz))
+    _w(df / "min_freq", int(round(cat.gpu_mhz[0] * 1e6)))
+    _w(df / "max_freq", int(round(cat.gpu_mhz[-1] * 1e6)))
+    _w(df / "cur_freq", int(round(cat.gpu_mhz[-1] * 1e6)))
+    _w(dev / "load", 370)
+    os.symlink("../..", df / "device")
+    (root / "sys/class/devfreq").mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(df, root / "sys/class/devfreq"), root / "sys/class/devfreq" / lay.gpu_node)
+    # A second devfreq node (another engine) that must not be mistaken for the GPU.
+    nv = root / "sys/devices/platform/bus@0/15480000.nvdec/devfreq/15480000.nvdec"
+    _w(nv / "available_frequencies", "115200000 345600000 691200000")
+    os.symlink(os.path.relpath(nv, root / "sys/class/devfreq"), root / "sys/class/devfreq/15480000.nvdec")
+    emc = root / "sys/kernel/debug/bpmp/debug/clk/emc"
+    _w(emc / "rate", int(round(cat.mem_mhz[-1] * 1e6)))
+    _w(emc / "mrq_rate_locked", 0)
+    _w(emc / "max_rate", int(round(cat.mem_mhz[-1] * 1e6)))
+    for i, zone in enumerate(("cpu-thermal", "gpu-thermal", "soc0-thermal", "tj-thermal")):
+        _w(root / f"sys/class/thermal/thermal_zone{i}/type", zone)
+        _w(root / f"sys/class/thermal/thermal_zone{i}/temp", 45000 + 500 * i)
+    _w(root / "sys/devices/platform/pwm-fan/hwmon/hwmon3/pwm1", 80)
+    rails = list(lay.rails.items())
+    if lay.iio:
+        d = root / "sys/bus/i2c/drivers/ina3221x/1-0040/iio:device0"
+        for k, (label, (mv, ma)) in enumerate(rails):
+            _w(d / f"rail_name_{k}", label)
+            _w(d / f"in_power{k}_input", mv * ma // 1000)
+    else:
+        for chip in range(0, len(rails), 3):  # three channels per INA3221
+            d = root / f"sys/bus/i2c/drivers/ina3221/1-004{chip // 3}/hwmon/hwmon{chip // 3 + 1}"
+            for ch, (label, (mv, ma)) in enumerate(rails[chip:chip + 3], start=1):
+                _w(d / f"in{ch}_label", label)
+                _w(d / f"in{ch}_input", mv)
+                _w(d / f"curr{ch}_input", ma)
+            _w(d / "in7_label", "sum of shunt voltages")  # present on real chips, not a rail
+    return lay
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every regular file's contents (to prove that a refused request wrote nothing)."""
+    return {str(p.relative_to(root)): p.read_text() for p in root.rglob("*") if p.is_file() and not p.is_symlink()}

@@ -1,0 +1,132 @@
+"""The real backend on fixture trees laid out like real boards."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from jetfleet.agent.device.jetson import JetsonBoard
+from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.errors import DeviceError, InvalidArgument
+
+from .jetson_trees import LAYOUTS, build_tree, snapshot
+
+
+@pytest.fixture(params=sorted(LAYOUTS))
+def board(request, tmp_path):
+    lay = build_tree(tmp_path, request.param)
+    return JetsonBoard(tmp_path), lay, tmp_path
+
+
+def test_describe_finds_model_software_and_the_gpu_node_by_its_table(board):
+    b, lay, _ = board
+    info = b.describe()
+    assert info.model == lay.model and not info.emulated
+    assert info.software["l4t"].startswith(lay.l4t[3:5])
+    assert b.gpu.endswith(lay.gpu_node)  # discovered, not the decoy nvdec node
+    assert info.catalog.size == info.catalog.size and str(info.catalog.maxn) == str(b.catalog.maxn)
+
+
+def test_read_apply_and_confirm_writes_what_the_kernel_expects(board):
+    b, lay, root = board
+    cat = b.catalog
+    target = PowerMode(2, cat.cpu_mhz[5], cat.gpu_mhz[2], cat.mem_mhz[0])
+    assert b.apply_mode(target) == target
+    assert b.read_mode() == target
+    cpu = root / "sys/devices/system/cpu"
+    khz = str(int(round(target.cpu_mhz * 1000)))
+    for c in range(max(cat.cores)):
+        online = c < 2
+        if c:
+            assert (cpu / f"cpu{c}/online").read_text().strip() == ("1" if online else "0")
+        if online:
+            assert (cpu / f"cpu{c}/cpufreq/scaling_min_freq").read_text().strip() == khz
+            assert (cpu / f"cpu{c}/cpufreq/scaling_max_freq").read_text().strip() == khz
+    df = root / "sys/class/devfreq" / lay.gpu_node
+    assert (df / "min_freq").read_text().strip() == (df / "max_freq").read_text().strip() == str(int(round(target.gpu_mhz * 1e6)))
+    emc = root / "sys/kernel/debug/bpmp/debug/clk/emc"
+    assert (emc / "rate").read_text().strip() == str(int(round(target.mem_mhz * 1e6)))
+    assert (emc / "mrq_rate_locked").read_text().strip() == "1"
+    assert (root / "sys/devices/platform/pwm-fan/hwmon/hwmon3/pwm1").read_text().strip() == "255"
+    # and back up to MAXN: raising writes max before min, so min never exceeds max
+    assert b.apply_mode(cat.maxn) == cat.maxn
+
+
+def test_sample_reads_rails_in_watts_from_the_rail_map(board):
+    b, lay, _ = board
+    s = b.sample()
+    assert set(s.rails_w) == set(lay.rails)  # "sum of shunt voltages" is not a rail
+    for label, (mv, ma) in lay.rails.items():
+        assert s.rails_w[label] == pytest.approx(mv * ma / 1e6, rel=1e-3)
+    expected_total = sum(s.rails_w[r.label] for r in b.catalog.rails if r.in_total)
+    assert s.total_w == pytest.approx(expected_total)
+    assert s.temps_c["cpu-thermal"] == 45.0 and s.gpu_util == pytest.approx(0.37)
+    assert s.cores_online == max(b.catalog.cores)
+
+
+def test_mode_outside_the_catalog_writes_nothing(board):
+    b, _, root = board
+    before = snapshot(root)
+    with pytest.raises(InvalidArgument, match="gpu_mhz"):
+        b.apply_mode(PowerMode(2, b.catalog.cpu_mhz[0], 1.0, b.catalog.mem_mhz[0]))
+    assert snapshot(root) == before
+
+
+def test_missing_node_is_named_and_nothing_is_written(tmp_path):
+    build_tree(tmp_path, "orin-jp6")
+    b = JetsonBoard(tmp_path)
+    (tmp_path / "sys/kernel/debug/bpmp/debug/clk/emc/mrq_rate_locked").unlink()
+    before = snapshot(tmp_path)
+    with pytest.raises(DeviceError, match="mrq_rate_locked"):
+        b.apply_mode(PowerMode(4, 1190.4, 624.75, 2133))
+    assert snapshot(tmp_path) == before
+
+
+def test_unknown_board_and_missing_gpu(tmp_path):
+    build_tree(tmp_path, "orin-jp5")
+    (tmp_path / "proc/device-tree/model").write_text("Raspberry Pi 5\0")
+    with pytest.raises(DeviceError, match="not a known Jetson model"):
+        JetsonBoard(tmp_path)
+    build_tree(tmp_path / "b", "orin-jp5")
+    for node in (tmp_path / "b/sys/class/devfreq").iterdir():
+        node.unlink()
+    with pytest.raises(DeviceError, match="no devfreq node"):
+        JetsonBoard(tmp_path / "b")
+
+
+PERMISSION_CHILD = """
+import os, sys
+from jetfleet.agent.device.jetson import JetsonBoard
+from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.errors import DeviceError
+b = JetsonBoard(sys.argv[1])
+try:
+    b.apply_mode(PowerMode(4, 1190.4, 624.75, 2133))
+except DeviceError as e:
+    print("ERR", e)
+"""
+
+
+def test_permission_error_names_the_node_and_writes_nothing():
+    """On a read-only tree, without the capability that lets root ignore file modes."""
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "tree"
+        build_tree(root, "orin-jp6")
+        os.chmod(d, 0o755)
+        for p in root.rglob("*"):
+            if not p.is_symlink():
+                os.chmod(p, 0o755 if p.is_dir() else 0o444)
+        before = snapshot(root)
+        cmd = [sys.executable, "-c", PERMISSION_CHILD, str(root)]
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("running as root without setpriv: cannot drop CAP_DAC_OVERRIDE")
+            drop = "-dac_override,-dac_read_search"
+            cmd = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", *cmd]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert "ERR permission denied writing" in out.stdout, out.stderr
+        assert snapshot(root) == before
