@@ -67,7 +67,8 @@ def test_index_is_dense_and_unique():
 
 
 def test_catalog_from_knobs_for_an_unknown_board():
-    cat = catalog_from_knobs("tx2-custom", [1, 2], [345.6, 2035.2], [140.25], [1866], presets={"TOP": "2/2035.2/140.25/1866"})
+    cat = catalog_from_knobs("tx2-custom", [1, 2], [345.6, 2035.2], [140.25], [1866],
+                             presets={"TOP": "2/2035.2/140.25/1866"})
     assert cat.size == 4 and cat.presets["TOP"] == PowerMode(2, 2035.2, 140.25, 1866.0)
     with pytest.raises(InvalidArgument):
         catalog_from_knobs("x", [], [1.0], [1.0], [1.0])

@@ -47,7 +47,8 @@ def test_read_apply_and_confirm_writes_what_the_kernel_expects(board):
             assert (cpu / f"cpu{c}/cpufreq/scaling_min_freq").read_text().strip() == khz
             assert (cpu / f"cpu{c}/cpufreq/scaling_max_freq").read_text().strip() == khz
     df = root / "sys/class/devfreq" / lay.gpu_node
-    assert (df / "min_freq").read_text().strip() == (df / "max_freq").read_text().strip() == str(int(round(target.gpu_mhz * 1e6)))
+    hz = str(int(round(target.gpu_mhz * 1e6)))
+    assert (df / "min_freq").read_text().strip() == (df / "max_freq").read_text().strip() == hz
     emc = root / "sys/kernel/debug/bpmp/debug/clk/emc"
     assert (emc / "rate").read_text().strip() == str(int(round(target.mem_mhz * 1e6)))
     assert (emc / "mrq_rate_locked").read_text().strip() == "1"

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from jetfleet.shared.errors import InvalidArgument, NotFound
 

@@ -105,9 +105,9 @@ class JetsonBoard(Device):
                 found[label] = (f"{d}/in{n.group(1)}_input", f"{d}/curr{n.group(1)}_input")
         for name_file in self.fs.glob("sys/bus/i2c/drivers/ina3221x/*/iio:device*/rail_name_*"):
             label = self.fs.read(name_file)
-            n = name_file.rsplit("_", 1)[1]
+            channel = name_file.rsplit("_", 1)[1]
             if label in wanted:
-                found[label] = (f"{Path(name_file).parent}/in_power{n}_input", None)
+                found[label] = (f"{Path(name_file).parent}/in_power{channel}_input", None)
         missing = wanted - set(found)
         if missing:
             log.warning("rails of %s not found on this board: %s", self.catalog.model, ", ".join(sorted(missing)))
@@ -138,7 +138,8 @@ class JetsonBoard(Device):
         cpu_khz = self._pinned(f"{c0}/scaling_min_freq", f"{c0}/scaling_max_freq", f"{c0}/scaling_cur_freq")
         gpu_hz = self._pinned(f"{self.gpu}/min_freq", f"{self.gpu}/max_freq", f"{self.gpu}/cur_freq")
         emc_hz = self.fs.read_int(f"{EMC}/rate")
-        return PowerMode(len(online), cpu_khz / 1000.0, round(gpu_hz / 1e6, 3), _snap(emc_hz / 1e6, self.catalog.mem_mhz))
+        mem = _snap(emc_hz / 1e6, self.catalog.mem_mhz)
+        return PowerMode(len(online), cpu_khz / 1000.0, round(gpu_hz / 1e6, 3), mem)
 
     def _write_mode(self, mode: PowerMode) -> None:
         extra = [c for c in self.cpus if c != 0]
