@@ -198,6 +198,15 @@ def catalog_from_knobs(model: str, cores: Iterable[int], cpu_mhz: Iterable[float
     return Catalog(**{**base.__dict__, "presets": parsed})
 
 
+def catalog_from_dict(d: Mapping[str, Any]) -> Catalog:
+    """The inverse of ``Catalog.to_dict`` (stored catalogs, catalogs in JSON)."""
+    rails = [Rail(r["label"], tuple(r["parts"]), bool(r["in_total"])) for r in d.get("rails", [])]
+    cat = catalog_from_knobs(str(d["model"]), d["cores"], d["cpu_mhz"], d["gpu_mhz"], d["mem_mhz"],
+                             name=str(d.get("name", "")), presets=d.get("presets"), rails=rails)
+    grids = {g: {k: tuple(float(x) for x in v) for k, v in spec.items()} for g, spec in d.get("grids", {}).items()}
+    return Catalog(**{**cat.__dict__, "grid_specs": grids})
+
+
 def _load(text: str) -> Catalog:
     data = tomllib.loads(text)
     knobs = data["knobs"]

@@ -38,6 +38,10 @@ class Unavailable(JetfleetError):
     code = "UNAVAILABLE"
 
 
+class DeadlineExceeded(JetfleetError):
+    code = "DEADLINE_EXCEEDED"
+
+
 class DeviceError(JetfleetError):
     """The board refused or could not do something (missing node, permission, mismatch)."""
 
@@ -50,7 +54,7 @@ class ResourceExhausted(JetfleetError):
 
 ERRORS_BY_CODE: dict[str, type[JetfleetError]] = {
     cls.code: cls for cls in (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition, Unavailable,
-                              ResourceExhausted)
+                              ResourceExhausted, DeadlineExceeded)
 }
 
 

@@ -60,6 +60,8 @@ def _idle(model: str, mode: PowerMode) -> Steady:
 
 
 class EmulatedBoard(Device):
+    cheap_io = True  # sampling and mode changes take microseconds: no worker thread needed
+
     def __init__(self, model: str, seed: int = 0, *, speed: float = math.inf,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
                  catalog: Catalog | None = None) -> None:

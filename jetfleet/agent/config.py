@@ -1,0 +1,19 @@
+"""Agent configuration: a frozen dataclass built by the CLI (the composition root)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    controller: str = "127.0.0.1:50051"
+    device_id: str = ""
+    sample_interval_s: float = 0.1      # telemetry sampling
+    batch_interval_s: float = 1.0       # until the controller's welcome says otherwise
+    heartbeat_interval_s: float = 1.0   # until the controller's welcome says otherwise
+    max_buffer_samples: int = 6000      # kept while disconnected (10 min at 10 Hz); oldest dropped first
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    remembered_results: int = 512       # command results kept for idempotent replies
+    metrics_port: int | None = None

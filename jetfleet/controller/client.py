@@ -1,0 +1,69 @@
+"""The operator API client the CLI uses (blocking gRPC). Errors come back as domain errors."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from jetfleet.shared.grpc_errors import from_rpc_error
+from jetfleet.shared.proto import common_pb2, operator_pb2, operator_pb2_grpc
+
+DEFAULT_CONTROLLER = "127.0.0.1:50051"
+
+
+def controller_address(explicit: str | None) -> str:
+    return explicit or os.environ.get("JETFLEET_CONTROLLER") or DEFAULT_CONTROLLER
+
+
+class OperatorClient:
+    def __init__(self, address: str, *, timeout_s: float = 30.0) -> None:
+        self.address = address
+        self.timeout_s = timeout_s
+        self._channel = grpc.insecure_channel(address)
+        self._stub = operator_pb2_grpc.OperatorStub(self._channel)
+
+    def __enter__(self) -> OperatorClient:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def _unary(self, method: Any, request: Any, timeout_s: float | None = None) -> Any:
+        try:
+            return method(request, timeout=timeout_s or self.timeout_s, wait_for_ready=False)
+        except grpc.RpcError as e:
+            err = from_rpc_error(e)
+            details = (e.details() or "").lower()  # type: ignore[attr-defined]
+            if e.code() == grpc.StatusCode.UNAVAILABLE and ("connect" in details or "dns" in details):  # type: ignore[attr-defined]
+                err.message = f"controller {self.address} is unreachable ({e.details()})"  # type: ignore[attr-defined]
+            raise err from None
+
+    def list_devices(self, model: str = "") -> list[operator_pb2.Device]:
+        return list(self._unary(self._stub.ListDevices, operator_pb2.ListDevicesRequest(model=model)).devices)
+
+    def get_device(self, device_id: str) -> operator_pb2.Device:
+        result: operator_pb2.Device = self._unary(self._stub.GetDevice,
+                                                  operator_pb2.GetDeviceRequest(device_id=device_id))
+        return result
+
+    def set_mode(self, device_id: str, mode: str, *, request_id: str = "",
+                 timeout_s: float = 30.0) -> operator_pb2.SetModeResponse:
+        req = operator_pb2.SetModeRequest(device_id=device_id, mode=mode, request_id=request_id, timeout_s=timeout_s)
+        result: operator_pb2.SetModeResponse = self._unary(self._stub.SetMode, req, timeout_s + 5)
+        return result
+
+    def watch(self, device_id: str, max_samples: int = 0) -> Iterator[common_pb2.TelemetrySample]:
+        call = self._stub.WatchTelemetry(operator_pb2.WatchTelemetryRequest(device_id=device_id,
+                                                                            max_samples=max_samples))
+        try:
+            yield from call
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+        finally:
+            call.cancel()

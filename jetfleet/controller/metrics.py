@@ -1,0 +1,24 @@
+"""The controller's Prometheus metrics, on a registry of their own (no module-level singletons)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class ControllerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.agents = Gauge("jetfleet_agents", "Known boards by model and state", ["board_model", "state"], registry=r)
+        self.telemetry_samples = Counter("jetfleet_telemetry_samples_total", "Telemetry samples ingested",
+                                         registry=r)
+        self.telemetry_dropped = Counter("jetfleet_telemetry_dropped_samples_total",
+                                         "Samples agents dropped from their bounded buffers", registry=r)
+        self.rejected = Counter("jetfleet_agent_messages_rejected_total", "Agent messages refused", ["reason"],
+                                registry=r)
+        self.commands = Counter("jetfleet_commands_total", "Commands sent to boards", ["type", "outcome"], registry=r)
+        self.command_latency = Histogram("jetfleet_command_duration_seconds", "Command round trip", ["type"],
+                                         buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+                                         registry=r)
+        self.board_power = Gauge("jetfleet_board_power_watts", "Board power relayed from telemetry",
+                                 ["device", "board_model"], registry=r)

@@ -1,0 +1,85 @@
+"""Thin gRPC servicers: unpack, call the plain classes, map errors (jetfleet.shared.grpc_errors)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import grpc
+
+from jetfleet.controller.service import OperatorService
+from jetfleet.controller.sessions import AgentSessions
+from jetfleet.shared.errors import JetfleetError
+from jetfleet.shared.grpc_errors import rpc, rpc_stream, status_of
+from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2, operator_pb2, operator_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+
+class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
+    def __init__(self, sessions: AgentSessions) -> None:
+        self.sessions = sessions
+
+    async def Session(self, request_iterator: AsyncIterator[agent_pb2.AgentMessage],  # noqa: N802
+                      context: grpc.aio.ServicerContext) -> AsyncIterator[agent_pb2.ControllerMessage]:
+        it = request_iterator.__aiter__()
+        try:
+            first = await it.__anext__()
+            session = await self.sessions.open(first)
+        except StopAsyncIteration:
+            return
+        except JetfleetError as e:
+            await context.abort(status_of(e), e.message)
+            return
+        reason = ["stream closed by the agent"]
+
+        async def read() -> None:
+            try:
+                async for msg in it:
+                    await self.sessions.handle(session, msg)
+            except (asyncio.CancelledError, grpc.aio.AioRpcError):
+                reason[0] = "stream broken"
+            except Exception:
+                log.exception("session %s reader failed", session.device_id)
+                reason[0] = "internal error"
+            finally:
+                session.close()
+
+        reader = asyncio.create_task(read())
+        try:
+            yield self.sessions.welcome(session)
+            while True:
+                msg = await session.outbox.get()
+                if msg is None:
+                    break
+                yield msg
+        finally:
+            reader.cancel()
+            await self.sessions.close(session, reason[0])
+
+
+class OperatorServicer(operator_pb2_grpc.OperatorServicer):
+    def __init__(self, service: OperatorService) -> None:
+        self.service = service
+
+    @rpc
+    async def ListDevices(self, request: operator_pb2.ListDevicesRequest,  # noqa: N802
+                          context: grpc.aio.ServicerContext) -> operator_pb2.ListDevicesResponse:
+        return self.service.list_devices(request.model)
+
+    @rpc
+    async def GetDevice(self, request: operator_pb2.GetDeviceRequest,  # noqa: N802
+                        context: grpc.aio.ServicerContext) -> operator_pb2.Device:
+        return self.service.get_device(request.device_id)
+
+    @rpc
+    async def SetMode(self, request: operator_pb2.SetModeRequest,  # noqa: N802
+                      context: grpc.aio.ServicerContext) -> operator_pb2.SetModeResponse:
+        return await self.service.set_mode(request)
+
+    @rpc_stream
+    async def WatchTelemetry(self, request: operator_pb2.WatchTelemetryRequest,  # noqa: N802
+                             context: grpc.aio.ServicerContext) -> AsyncIterator[common_pb2.TelemetrySample]:
+        async for sample in self.service.watch(request.device_id, request.max_samples):
+            yield sample

@@ -1,0 +1,194 @@
+from jetfleet.shared.proto import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AgentMessage(_message.Message):
+    __slots__ = ("hello", "heartbeat", "telemetry", "ack", "result")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    TELEMETRY_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    hello: Hello
+    heartbeat: Heartbeat
+    telemetry: TelemetryBatch
+    ack: CommandAck
+    result: CommandResult
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., telemetry: _Optional[_Union[TelemetryBatch, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., result: _Optional[_Union[CommandResult, _Mapping]] = ...) -> None: ...
+
+class Hello(_message.Message):
+    __slots__ = ("board", "current_mode", "agent_version", "protocol")
+    BOARD_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_MODE_FIELD_NUMBER: _ClassVar[int]
+    AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    board: _common_pb2.BoardInfo
+    current_mode: _common_pb2.PowerMode
+    agent_version: str
+    protocol: int
+    def __init__(self, board: _Optional[_Union[_common_pb2.BoardInfo, _Mapping]] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., agent_version: _Optional[str] = ..., protocol: _Optional[int] = ...) -> None: ...
+
+class Heartbeat(_message.Message):
+    __slots__ = ("t_s", "current_mode", "busy_command_id")
+    T_S_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_MODE_FIELD_NUMBER: _ClassVar[int]
+    BUSY_COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
+    t_s: float
+    current_mode: _common_pb2.PowerMode
+    busy_command_id: str
+    def __init__(self, t_s: _Optional[float] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., busy_command_id: _Optional[str] = ...) -> None: ...
+
+class TelemetryBatch(_message.Message):
+    __slots__ = ("samples", "dropped")
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    samples: _containers.RepeatedCompositeFieldContainer[_common_pb2.TelemetrySample]
+    dropped: int
+    def __init__(self, samples: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ..., dropped: _Optional[int] = ...) -> None: ...
+
+class CommandAck(_message.Message):
+    __slots__ = ("command_id", "accepted", "error")
+    COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    command_id: str
+    accepted: bool
+    error: _common_pb2.Error
+    def __init__(self, command_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
+
+class TrainingResult(_message.Message):
+    __slots__ = ("workload", "minibatch_times_s", "start_s", "end_s")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCH_TIMES_S_FIELD_NUMBER: _ClassVar[int]
+    START_S_FIELD_NUMBER: _ClassVar[int]
+    END_S_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    minibatch_times_s: _containers.RepeatedScalarFieldContainer[float]
+    start_s: float
+    end_s: float
+    def __init__(self, workload: _Optional[str] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., start_s: _Optional[float] = ..., end_s: _Optional[float] = ...) -> None: ...
+
+class ProfileResult(_message.Message):
+    __slots__ = ("workload", "mode", "minibatch_times_s", "power", "steady_state_found", "window_start_s", "window_end_s")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCH_TIMES_S_FIELD_NUMBER: _ClassVar[int]
+    POWER_FIELD_NUMBER: _ClassVar[int]
+    STEADY_STATE_FOUND_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_START_S_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_END_S_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    mode: _common_pb2.PowerMode
+    minibatch_times_s: _containers.RepeatedScalarFieldContainer[float]
+    power: _containers.RepeatedCompositeFieldContainer[_common_pb2.TelemetrySample]
+    steady_state_found: bool
+    window_start_s: float
+    window_end_s: float
+    def __init__(self, workload: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., power: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ..., steady_state_found: _Optional[bool] = ..., window_start_s: _Optional[float] = ..., window_end_s: _Optional[float] = ...) -> None: ...
+
+class CommandResult(_message.Message):
+    __slots__ = ("command_id", "ok", "error", "confirmed_mode", "training", "profile", "cancelled")
+    COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMED_MODE_FIELD_NUMBER: _ClassVar[int]
+    TRAINING_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    command_id: str
+    ok: bool
+    error: _common_pb2.Error
+    confirmed_mode: _common_pb2.PowerMode
+    training: TrainingResult
+    profile: ProfileResult
+    cancelled: bool
+    def __init__(self, command_id: _Optional[str] = ..., ok: _Optional[bool] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., confirmed_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., training: _Optional[_Union[TrainingResult, _Mapping]] = ..., profile: _Optional[_Union[ProfileResult, _Mapping]] = ..., cancelled: _Optional[bool] = ...) -> None: ...
+
+class ControllerMessage(_message.Message):
+    __slots__ = ("welcome", "command", "notice")
+    WELCOME_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    NOTICE_FIELD_NUMBER: _ClassVar[int]
+    welcome: Welcome
+    command: Command
+    notice: Notice
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., command: _Optional[_Union[Command, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ...) -> None: ...
+
+class Welcome(_message.Message):
+    __slots__ = ("session_id", "heartbeat_interval_s", "telemetry_interval_s", "max_batch_samples")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
+    TELEMETRY_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCH_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    heartbeat_interval_s: float
+    telemetry_interval_s: float
+    max_batch_samples: int
+    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_s: _Optional[float] = ..., telemetry_interval_s: _Optional[float] = ..., max_batch_samples: _Optional[int] = ...) -> None: ...
+
+class Notice(_message.Message):
+    __slots__ = ("error",)
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    error: _common_pb2.Error
+    def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
+
+class SetMode(_message.Message):
+    __slots__ = ("mode",)
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    mode: _common_pb2.PowerMode
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ...) -> None: ...
+
+class RunTraining(_message.Message):
+    __slots__ = ("workload", "minibatches", "minibatch_size", "workers")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    minibatches: int
+    minibatch_size: int
+    workers: int
+    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ...) -> None: ...
+
+class RunProfile(_message.Message):
+    __slots__ = ("workload", "mode", "minibatches", "minibatch_size", "workers", "warmup_s", "sample_interval_s")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    WARMUP_S_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    mode: _common_pb2.PowerMode
+    minibatches: int
+    minibatch_size: int
+    workers: int
+    warmup_s: float
+    sample_interval_s: float
+    def __init__(self, workload: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., warmup_s: _Optional[float] = ..., sample_interval_s: _Optional[float] = ...) -> None: ...
+
+class Cancel(_message.Message):
+    __slots__ = ("target_command_id",)
+    TARGET_COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
+    target_command_id: str
+    def __init__(self, target_command_id: _Optional[str] = ...) -> None: ...
+
+class Command(_message.Message):
+    __slots__ = ("command_id", "set_mode", "run_training", "run_profile", "cancel")
+    COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
+    SET_MODE_FIELD_NUMBER: _ClassVar[int]
+    RUN_TRAINING_FIELD_NUMBER: _ClassVar[int]
+    RUN_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    command_id: str
+    set_mode: SetMode
+    run_training: RunTraining
+    run_profile: RunProfile
+    cancel: Cancel
+    def __init__(self, command_id: _Optional[str] = ..., set_mode: _Optional[_Union[SetMode, _Mapping]] = ..., run_training: _Optional[_Union[RunTraining, _Mapping]] = ..., run_profile: _Optional[_Union[RunProfile, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ...) -> None: ...
