@@ -23,6 +23,7 @@ from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2
 
 log = logging.getLogger(__name__)
 PROTOCOL = 1
+_EOF = grpc.aio.EOF  # type: ignore[attr-defined]  # exported at run time, missing from the stubs
 
 
 class AgentLink:
@@ -122,7 +123,7 @@ class AgentLink:
             tasks: list[asyncio.Task[None]] = []
             try:
                 first = await call.read()
-                if first is grpc.aio.EOF  # type: ignore[attr-defined] or first.WhichOneof("kind") != "welcome":
+                if first is _EOF or first.WhichOneof("kind") != "welcome":
                     return
                 w = first.welcome
                 self._batch_s = w.telemetry_interval_s or self._batch_s
@@ -140,7 +141,7 @@ class AgentLink:
                         if stop.is_set():  # our own cancel after a graceful close timed out
                             return
                         raise
-                    if msg is grpc.aio.EOF  # type: ignore[attr-defined]:
+                    if msg is _EOF:
                         return
                     kind = msg.WhichOneof("kind")
                     if kind == "command":
