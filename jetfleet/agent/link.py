@@ -79,9 +79,11 @@ class AgentLink:
                 try:
                     await self._session(stop)
                 except grpc.aio.AioRpcError as e:
-                    log.info("%s: controller %s: %s %s", self.device_id, self.config.controller, e.code().name,
-                             e.details())
-                    if e.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    refused = e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
+                                               grpc.StatusCode.DEADLINE_EXCEEDED)
+                    (log.warning if refused else log.info)("%s: controller %s: %s %s", self.device_id,
+                                                           self.config.controller, e.code().name, e.details())
+                    if refused:  # the controller refused this agent (bad hello, id taken): keep it visible
                         self.notices.append(common_pb2.Error(code=e.code().name, message=e.details() or ""))
                 finally:
                     self.connected.clear()

@@ -1,0 +1,3 @@
+from jetfleet.cli.main import cli
+
+cli()

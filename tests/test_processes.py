@@ -1,0 +1,57 @@
+"""The real processes: `controller serve` and `agent run` as separate programs, stopped by SIGTERM."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from click.testing import CliRunner
+
+from jetfleet.cli.main import cli
+from jetfleet.controller.client import OperatorClient
+
+JETFLEET = [sys.executable, "-m", "jetfleet.cli"]
+
+
+def start(args, **kw):
+    return subprocess.Popen(JETFLEET + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def test_controller_and_agent_processes_talk_and_stop_cleanly_on_sigterm(tmp_path):
+    ctl = start(["controller", "serve", "--listen", "127.0.0.1:0", "--store", str(tmp_path / "data")])
+    try:
+        line = ctl.stdout.readline()
+        m = re.search(r"listening on 127.0.0.1:(\d+)", line)
+        assert m, line
+        address = f"127.0.0.1:{m.group(1)}"
+        agent = start(["agent", "run", "--controller", address, "--device", "emulated:tx2:5", "--speed", "inf",
+                       "--id", "tx2-lab"])
+        try:
+            with OperatorClient(address) as c:
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline and not any(d.online for d in c.list_devices()):
+                    time.sleep(0.1)
+                assert [(d.device_id, d.model, d.online) for d in c.list_devices()] == [("tx2-lab", "tx2", True)]
+                assert c.set_mode("tx2-lab", "MAXQ").confirmed.gpu_mhz == 943.5
+        finally:
+            agent.send_signal(signal.SIGTERM)
+            assert agent.wait(15) == 0, agent.stdout.read()
+        with OperatorClient(address) as c:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and c.list_devices()[0].online:
+                time.sleep(0.1)
+            assert not c.list_devices()[0].online  # a clean agent exit ends its session at once
+    finally:
+        ctl.send_signal(signal.SIGTERM)
+        assert ctl.wait(15) == 0
+    assert os.path.exists(tmp_path / "data/jetfleet.db")
+
+
+def test_make_demo_story_runs():
+    r = CliRunner().invoke(cli, ["lab", "demo"])
+    assert r.exit_code == 0, r.output
+    assert "agx-xavier-1   asked MODE_15W             confirms 4/1190.4/675.75/1331.2" in r.output
+    assert "INVALID_ARGUMENT: cpu_mhz=2200" in r.output and "NOT_FOUND: unknown device 'tx2-9'" in r.output
+    assert r.output.count("ms/minibatch") == 8
