@@ -56,6 +56,7 @@ characterise: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/boards.py
+	$(PY) bench/fleet.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -232,7 +232,8 @@ def test_cancel_stops_a_running_training():
             workload="resnet18", minibatches=400, minibatch_size=16, workers=4))
         task = asyncio.create_task(ex.execute(train))
         await asyncio.sleep(0.3)
-        cancelled = await ex.execute(agent_pb2.Command(command_id="c", cancel=agent_pb2.Cancel(target_command_id="long")))
+        cancel = agent_pb2.Command(command_id="c", cancel=agent_pb2.Cancel(target_command_id="long"))
+        cancelled = await ex.execute(cancel)
         result = await task
         return cancelled, result
 
