@@ -55,3 +55,52 @@ def test_make_demo_story_runs():
     assert "agx-xavier-1   asked MODE_15W             confirms 4/1190.4/675.75/1331.2" in r.output
     assert "INVALID_ARGUMENT: cpu_mhz=2200" in r.output and "NOT_FOUND: unknown device 'tx2-9'" in r.output
     assert r.output.count("ms/minibatch") == 8
+
+
+def test_controller_killed_and_restarted_agents_reconnect_and_nothing_acknowledged_is_lost(tmp_path):
+    from .harness import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    store = str(tmp_path / "data")
+    serve = ["controller", "serve", "--listen", address, "--store", store]
+    ctl = start(serve)
+    agents = [start(["agent", "run", "--controller", address, "--device", f"emulated:{m}:{i}", "--speed", "inf",
+                     "--id", f"{m}-{i}"]) for i, m in enumerate(("agx-orin", "orin-nano"))]
+    try:
+        with OperatorClient(address) as c:
+            wait_for(lambda: _online(c) == 2, 20)
+            c.set_mode("agx-orin-0", "30W")
+            c.set_mode("orin-nano-1", "7W")
+        ctl.kill()  # SIGKILL: no clean shutdown
+        ctl.wait(10)
+        ctl = start(serve)
+        t0 = time.monotonic()
+        with OperatorClient(address) as c:
+            wait_for(lambda: _online(c) == 2, 30)
+            reconnect_s = time.monotonic() - t0
+            devices = {d.device_id: d for d in c.list_devices()}
+            assert devices["agx-orin-0"].current_mode_name == "30W"
+            assert devices["orin-nano-1"].current_mode_name == "7W"
+        assert reconnect_s < 15
+    finally:
+        for a in agents:
+            a.send_signal(signal.SIGTERM)
+            a.wait(15)
+        ctl.send_signal(signal.SIGTERM)
+        ctl.wait(15)
+
+
+def _online(c) -> int:
+    try:
+        return sum(d.online for d in c.list_devices())
+    except Exception:  # the controller is still starting
+        return -1
+
+
+def wait_for(predicate, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out")

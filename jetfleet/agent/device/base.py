@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from jetfleet.shared.catalog import Catalog, PowerMode
+from jetfleet.shared.errors import DeviceError
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,6 @@ class Device(abc.ABC):
         """Validate against the catalog before touching anything, apply, read back and confirm.
 
         Returns the confirmed mode; raises DeviceError if the board reports something else."""
-        from jetfleet.shared.errors import DeviceError
-
         mode = self.describe().catalog.validate(mode)
         self._write_mode(mode)
         confirmed = self.read_mode()
