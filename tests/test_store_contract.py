@@ -86,3 +86,47 @@ def test_acknowledged_writes_survive_a_crash_redis(redis_server, tmp_path):
     assert s.get_device("dev-7") is not None
     s.close()
     assert os.path.isdir(redis_server.data_dir)
+
+
+def _profile(source="c1", mode="12/2201.6/1300.5/3199", obs=0, model="agx-orin", workload="resnet18", raw=True):
+    from jetfleet.controller.store import ProfileRecord
+
+    return ProfileRecord(source, mode, obs, model, "dev-1", workload, 55.0, 48.0, 10.0, 55.2, 2.6, 22, True,
+                         {"minibatch_times_s": [0.055] * 40, "power": [[1.0, 48.0, {"VDD_GPU_SOC": 30.0}]]} if raw else None)
+
+
+def test_campaigns_modes_and_results_exactly_once(store_spec):
+    from jetfleet.controller.store import CampaignRecord, ModeState
+
+    s = open_store(store_spec)
+    modes = ["2/268.8/114.75/204", "12/2201.6/1300.5/3199", "4/1113.6/420.75/2133"]
+    s.create_campaign(CampaignRecord("c1", "resnet18", "", "agx-orin", "presets", 40, 1.0), modes)
+    assert s.get_campaign("c1").status == "running" and [c.campaign_id for c in s.list_campaigns()] == ["c1"]
+    assert [m.mode for m in s.campaign_modes("c1")] == modes
+    assert {m.status for m in s.campaign_modes("c1")} == {"pending"}
+    s.set_mode_state("c1", ModeState(modes[1], "pending", 2, "dev-9", "went offline"))
+    assert s.record_result(_profile()) is True
+    assert s.record_result(_profile()) is False  # the retry's duplicate is dropped
+    states = {m.mode: m for m in s.campaign_modes("c1")}
+    assert states[modes[1]].status == "done" and states[modes[1]].device_id == "dev-1"
+    assert states[modes[0]].status == "pending"
+    got = s.query_profiles(source="c1", with_raw=True)
+    assert len(got) == 1 and got[0].raw["minibatch_times_s"] == [0.055] * 40 and got[0].steady_state_found
+    assert s.query_profiles(source="c1")[0].raw is None
+    s.set_campaign_status("c1", "done", 5.0)
+    assert (s.get_campaign("c1").status, s.get_campaign("c1").finished_s) == ("done", 5.0)
+    s.close()
+
+
+def test_profiles_import_and_query(store_spec):
+    s = open_store(store_spec)
+    rows = [_profile("import-1", m, obs, model, w, raw=False)
+            for obs, (m, model, w) in enumerate([("1/345.6/140.25/1062.4", "tx2", "xception"),
+                                                 ("1/345.6/140.25/1062.4", "tx2", "xception"),
+                                                 ("12/2201.6/1300.5/3199", "agx-orin", "resnet18")])]
+    s.import_profiles(rows, {"tx2-x": {"model": "tx2-x"}})
+    assert len(s.query_profiles(board_model="tx2")) == 2
+    assert len(s.query_profiles(workload="resnet18", board_model="agx-orin")) == 1
+    assert len(s.query_profiles(mode="1/345.6/140.25/1062.4")) == 2
+    assert s.get_catalog("tx2-x") == {"model": "tx2-x"} and s.get_catalog("nope") is None
+    s.close()

@@ -11,9 +11,10 @@ import threading
 from collections import OrderedDict
 
 from jetfleet.agent.device.base import Device
+from jetfleet.agent.profiler import ProfileRequest, profile
 from jetfleet.agent.workloads.registry import check_run_args, get_workload
-from jetfleet.shared.convert import check_name, mode_from_pb, mode_to_pb
-from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, JetfleetError
+from jetfleet.shared.convert import check_name, mode_from_pb, mode_to_pb, sample_to_pb
+from jetfleet.shared.errors import InvalidArgument, JetfleetError
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.proto import agent_pb2
 
@@ -51,7 +52,7 @@ class CommandExecutor:
         elif kind == "cancel":
             check_name(cmd.cancel.target_command_id, "cancel.target_command_id")
         elif kind == "run_profile":
-            raise FailedPrecondition("run_profile is not available on this agent version", field="run_profile")
+            self._profile_request(cmd).check()
         else:
             raise InvalidArgument("command has no kind", field="kind")
 
@@ -89,6 +90,8 @@ class CommandExecutor:
                     out.confirmed_mode.CopyFrom(mode_to_pb(await asyncio.to_thread(self.device.apply_mode, mode)))
                 elif kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
+                elif kind == "run_profile":
+                    out.profile.CopyFrom(await self._profile(cmd))
         except JetfleetError as e:
             out.ok = False
             out.error.CopyFrom(error_pb(e))
@@ -97,6 +100,20 @@ class CommandExecutor:
             out.ok = False
             out.error.CopyFrom(error_pb(e))
         return out
+
+    def _profile_request(self, cmd: agent_pb2.Command) -> ProfileRequest:
+        r = cmd.run_profile
+        mode = self.catalog.validate(mode_from_pb(r.mode))
+        return ProfileRequest(r.workload, mode, r.minibatches, r.minibatch_size or 16, r.workers,
+                              r.warmup_s if r.HasField("warmup_s") else None, r.sample_interval_s or 0.1)
+
+    async def _profile(self, cmd: agent_pb2.Command) -> agent_pb2.ProfileResult:
+        p = await asyncio.to_thread(profile, self.device, self._profile_request(cmd))
+        return agent_pb2.ProfileResult(workload=p.workload, mode=mode_to_pb(p.mode),
+                                       minibatch_times_s=p.minibatch_times_s,
+                                       power=[sample_to_pb(s) for s in p.power],
+                                       steady_state_found=p.steady_state_found,
+                                       window_start_s=p.window_start_s, window_end_s=p.window_end_s)
 
     async def _train(self, cmd: agent_pb2.Command) -> agent_pb2.TrainingResult:
         r = cmd.run_training

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import signal
 import time
 from collections.abc import Callable, Coroutine
@@ -74,7 +73,7 @@ def agent_group() -> None:
 @click.option("--device", "device_spec", default="auto", show_default=True,
               help="auto (this Jetson) or emulated:MODEL[:SEED]")
 @click.option("--id", "device_id", default="", help="device id (default: MODEL-SERIAL)")
-@click.option("--speed", default=1.0, show_default=True, type=float,
+@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="emulated boards: time acceleration factor (inf = instant)")
 @click.option("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
 @handle_errors
@@ -86,7 +85,7 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed: f
     from jetfleet.agent.link import AgentLink
     from jetfleet.controller.client import controller_address
 
-    device = open_device(device_spec, speed=speed if speed > 0 else math.inf)
+    device = open_device(device_spec, speed=speed)
     config = AgentConfig(controller=controller_address(controller), device_id=device_id,
                          metrics_port=metrics_port)
 
@@ -126,7 +125,8 @@ def lab_group() -> None:
 @click.option("--data-dir", default=DEFAULT_DATA_DIR + "/lab", show_default=True)
 @click.option("--boards", default="agx-orin,agx-xavier,orin-nano", show_default=True,
               help="comma-separated board models, one emulated agent each")
-@click.option("--speed", default=1.0, show_default=True, type=float, help="emulated time acceleration")
+@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="emulated time acceleration factor (inf = instant)")
 @click.option("--metrics-port", type=int, default=None)
 @handle_errors
 def lab_up(listen: str, data_dir: str, boards: str, speed: float, metrics_port: int | None) -> None:

@@ -8,6 +8,7 @@ import click
 
 from jetfleet.cli.boards import modes_cmd, twin_group
 from jetfleet.cli.fleet import agent_group, controller_group, devices_group, lab_group, mode_group, telemetry_group
+from jetfleet.cli.profiling import profile_group, profiles_group
 
 
 @click.group()
@@ -21,5 +22,6 @@ def cli(verbose: int) -> None:
 
 cli.add_command(modes_cmd)
 cli.add_command(twin_group)
-for group in (controller_group, agent_group, lab_group, devices_group, mode_group, telemetry_group):
+for group in (controller_group, agent_group, lab_group, devices_group, mode_group, telemetry_group, profile_group,
+              profiles_group):
     cli.add_command(group)

@@ -58,6 +58,34 @@ class OperatorClient:
         result: operator_pb2.SetModeResponse = self._unary(self._stub.SetMode, req, timeout_s + 5)
         return result
 
+    def create_campaign(self, **fields: Any) -> operator_pb2.Campaign:
+        result: operator_pb2.Campaign = self._unary(self._stub.CreateCampaign,
+                                                    operator_pb2.CreateCampaignRequest(**fields), 120)
+        return result
+
+    def list_campaigns(self) -> list[operator_pb2.Campaign]:
+        return list(self._unary(self._stub.ListCampaigns, operator_pb2.ListCampaignsRequest()).campaigns)
+
+    def get_campaign(self, campaign_id: str) -> operator_pb2.Campaign:
+        result: operator_pb2.Campaign = self._unary(self._stub.GetCampaign,
+                                                    operator_pb2.GetCampaignRequest(campaign_id=campaign_id))
+        return result
+
+    def control_campaign(self, campaign_id: str, action: str) -> operator_pb2.Campaign:
+        result: operator_pb2.Campaign = self._unary(
+            self._stub.ControlCampaign, operator_pb2.ControlCampaignRequest(campaign_id=campaign_id, action=action))
+        return result
+
+    def export_profiles(self, **filters: str) -> operator_pb2.ExportProfilesResponse:
+        result: operator_pb2.ExportProfilesResponse = self._unary(
+            self._stub.ExportProfiles, operator_pb2.ExportProfilesRequest(**filters), 300)
+        return result
+
+    def import_profiles(self, csv_text: str, name: str) -> operator_pb2.ImportProfilesResponse:
+        result: operator_pb2.ImportProfilesResponse = self._unary(
+            self._stub.ImportProfiles, operator_pb2.ImportProfilesRequest(csv=csv_text, name=name), 300)
+        return result
+
     def watch(self, device_id: str, max_samples: int = 0) -> Iterator[common_pb2.TelemetrySample]:
         call = self._stub.WatchTelemetry(operator_pb2.WatchTelemetryRequest(device_id=device_id,
                                                                             max_samples=max_samples))

@@ -20,5 +20,9 @@ class ControllerMetrics:
         self.command_latency = Histogram("jetfleet_command_duration_seconds", "Command round trip", ["type"],
                                          buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
                                          registry=r)
+        self.campaign_modes = Counter("jetfleet_campaign_modes_total", "Campaign modes by outcome (measured, "
+                                      "duplicate, retried, failed)", ["workload", "outcome"], registry=r)
+        self.campaign_remaining = Gauge("jetfleet_campaign_modes_remaining", "Modes left to measure",
+                                        ["campaign", "workload"], registry=r)
         self.board_power = Gauge("jetfleet_board_power_watts", "Board power relayed from telemetry",
                                  ["device", "board_model"], registry=r)

@@ -10,6 +10,7 @@ from typing import Any
 
 import grpc
 
+from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
@@ -51,7 +52,8 @@ class Controller:
         self.fleet = Fleet(self.store, config, self.metrics)
         self.router = CommandRouter(self.fleet, self.metrics)
         self.sessions = AgentSessions(self.fleet, self.router)
-        self.service = OperatorService(self.fleet, self.router)
+        self.campaigns = CampaignManager(self.fleet, self.router, self.metrics)
+        self.service = OperatorService(self.fleet, self.router, self.campaigns)
         self.port = 0
         self._server: grpc.aio.Server | None = None
         self._reaper: asyncio.Task[None] | None = None
@@ -74,6 +76,7 @@ class Controller:
         if self.port == 0:
             raise InvalidArgument(f"cannot listen on {self.config.listen}", field="listen")
         await self._server.start()
+        await self.campaigns.start()
         self._reaper = asyncio.create_task(self._reap_loop())
         if self.config.metrics_port is not None:
             from prometheus_client import start_http_server
@@ -100,6 +103,7 @@ class Controller:
     async def stop(self, grace_s: float = 2.0) -> None:
         if self._reaper:
             self._reaper.cancel()
+        await self.campaigns.stop()
         self.fleet.close_all()
         if self._server:
             await self._server.stop(grace_s)

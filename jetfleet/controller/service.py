@@ -6,18 +6,21 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
+from jetfleet.controller import profiles_csv
+from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.registry import Fleet, LiveDevice
+from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.convert import catalog_to_pb, mode_from_pb, mode_to_pb
-from jetfleet.shared.errors import InvalidArgument
+from jetfleet.shared.errors import InvalidArgument, NotFound
 from jetfleet.shared.proto import agent_pb2, common_pb2, operator_pb2
 
 MAX_TIMEOUT_S = 3600.0
 
 
 class OperatorService:
-    def __init__(self, fleet: Fleet, router: CommandRouter) -> None:
-        self.fleet, self.router = fleet, router
+    def __init__(self, fleet: Fleet, router: CommandRouter, campaigns: CampaignManager) -> None:
+        self.fleet, self.router, self.campaigns = fleet, router, campaigns
 
     def device_pb(self, d: LiveDevice, *, with_catalog: bool = False) -> operator_pb2.Device:
         msg = operator_pb2.Device(
@@ -67,3 +70,29 @@ class OperatorService:
         finally:
             self.fleet.unwatch(device_id, q)
             await asyncio.sleep(0)
+
+    # --- campaigns and profiles -----------------------------------------------------------------
+    def list_campaigns(self) -> operator_pb2.ListCampaignsResponse:
+        return operator_pb2.ListCampaignsResponse(
+            campaigns=[self.campaigns.campaign_pb(r) for r in self.campaigns.runs.values()])
+
+    def get_campaign(self, campaign_id: str) -> operator_pb2.Campaign:
+        return self.campaigns.campaign_pb(self.campaigns.get(campaign_id))
+
+    async def export_profiles(self, req: operator_pb2.ExportProfilesRequest) -> operator_pb2.ExportProfilesResponse:
+        rows = await asyncio.to_thread(self.fleet.store.query_profiles, board_model=req.board_model,
+                                       workload=req.workload, device_id=req.device_id, source=req.campaign_id)
+        return operator_pb2.ExportProfilesResponse(csv=profiles_csv.export(rows), rows=len(rows))
+
+    def _catalog_of(self, model: str) -> Catalog | None:
+        try:
+            return self.campaigns.catalog_for("", model)
+        except NotFound:
+            return None
+
+    async def import_profiles(self, req: operator_pb2.ImportProfilesRequest) -> operator_pb2.ImportProfilesResponse:
+        rows = profiles_csv.parse(req.csv, req.name or "input")
+        records, new = await asyncio.to_thread(profiles_csv.to_records, rows, self._catalog_of)
+        await asyncio.to_thread(self.fleet.store.import_profiles, records, {m: c.to_dict() for m, c in new.items()})
+        return operator_pb2.ImportProfilesResponse(rows=len(records), source=records[0].source,
+                                                   new_board_models=sorted(new))

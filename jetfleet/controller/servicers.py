@@ -83,3 +83,33 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
                              context: grpc.aio.ServicerContext) -> AsyncIterator[common_pb2.TelemetrySample]:
         async for sample in self.service.watch(request.device_id, request.max_samples):
             yield sample
+
+    @rpc
+    async def CreateCampaign(self, request: operator_pb2.CreateCampaignRequest,  # noqa: N802
+                             context: grpc.aio.ServicerContext) -> operator_pb2.Campaign:
+        return await self.service.campaigns.create(request)
+
+    @rpc
+    async def ListCampaigns(self, request: operator_pb2.ListCampaignsRequest,  # noqa: N802
+                            context: grpc.aio.ServicerContext) -> operator_pb2.ListCampaignsResponse:
+        return self.service.list_campaigns()
+
+    @rpc
+    async def GetCampaign(self, request: operator_pb2.GetCampaignRequest,  # noqa: N802
+                          context: grpc.aio.ServicerContext) -> operator_pb2.Campaign:
+        return self.service.get_campaign(request.campaign_id)
+
+    @rpc
+    async def ControlCampaign(self, request: operator_pb2.ControlCampaignRequest,  # noqa: N802
+                              context: grpc.aio.ServicerContext) -> operator_pb2.Campaign:
+        return await self.service.campaigns.control(request.campaign_id, request.action)
+
+    @rpc
+    async def ExportProfiles(self, request: operator_pb2.ExportProfilesRequest,  # noqa: N802
+                             context: grpc.aio.ServicerContext) -> operator_pb2.ExportProfilesResponse:
+        return await self.service.export_profiles(request)
+
+    @rpc
+    async def ImportProfiles(self, request: operator_pb2.ImportProfilesRequest,  # noqa: N802
+                             context: grpc.aio.ServicerContext) -> operator_pb2.ImportProfilesResponse:
+        return await self.service.import_profiles(request)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
-from jetfleet.shared.catalog import Catalog, PowerMode, Rail, catalog_from_knobs, format_mhz
+from jetfleet.shared.catalog import KNOBS, Catalog, PowerMode, Rail, catalog_from_knobs, format_mhz
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.proto import common_pb2 as pb
 
@@ -28,7 +29,9 @@ def catalog_to_pb(cat: Catalog) -> pb.Catalog:
     return pb.Catalog(model=cat.model, name=cat.name, cores=list(cat.cores), cpu_mhz=list(cat.cpu_mhz),
                       gpu_mhz=list(cat.gpu_mhz), mem_mhz=list(cat.mem_mhz),
                       presets={k: mode_to_pb(v) for k, v in cat.presets.items()},
-                      rails=[pb.Rail(label=r.label, parts=list(r.parts), in_total=r.in_total) for r in cat.rails])
+                      rails=[pb.Rail(label=r.label, parts=list(r.parts), in_total=r.in_total) for r in cat.rails],
+                      grids={name: pb.Grid(**{k: list(v) for k, v in spec.items()})
+                             for name, spec in cat.grid_specs.items()})
 
 
 def check_name(value: str, field: str) -> str:
@@ -53,8 +56,19 @@ def catalog_from_pb(msg: pb.Catalog) -> Catalog:
                               field="catalog.rails")
     rails = [Rail(check_name(r.label, "catalog.rails.label"), tuple(r.parts), r.in_total) for r in msg.rails]
     presets = {check_name(k, "catalog.presets"): str(mode_from_pb(v)) for k, v in msg.presets.items()}
-    return catalog_from_knobs(msg.model, msg.cores, msg.cpu_mhz, msg.gpu_mhz, msg.mem_mhz,
-                              name=msg.name[:MAX_NAME_LEN], presets=presets, rails=rails)
+    cat = catalog_from_knobs(msg.model, msg.cores, msg.cpu_mhz, msg.gpu_mhz, msg.mem_mhz,
+                             name=msg.name[:MAX_NAME_LEN], presets=presets, rails=rails)
+    if len(msg.grids) > MAX_MAP_ENTRIES:
+        raise InvalidArgument(f"catalog has more than {MAX_MAP_ENTRIES} grids", field="catalog.grids")
+    grids: dict[str, dict[str, tuple[float, ...]]] = {}
+    for name, g in msg.grids.items():
+        spec = {k: tuple(float(x) for x in getattr(g, k)) for k in KNOBS if len(getattr(g, k))}
+        for knob, grid_values in spec.items():
+            if not set(grid_values) <= set(cat.knob_values(knob)):
+                raise InvalidArgument(f"catalog grid {name!r} has {knob} values outside the catalog",
+                                      field="catalog.grids")
+        grids[check_name(name, "catalog.grids")] = spec
+    return replace(cat, grid_specs=grids)
 
 
 def sample_to_pb(s: Any) -> pb.TelemetrySample:

@@ -41,7 +41,8 @@ class RunResult:
     end_s: float
 
 
-MinibatchCallback = Callable[[int, float], None]
+# Called after each minibatch with (index, seconds); returning True ends the run after it.
+MinibatchCallback = Callable[[int, float], "bool | None"]
 
 
 class Device(abc.ABC):

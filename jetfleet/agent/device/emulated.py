@@ -110,16 +110,24 @@ class EmulatedBoard(Device):
         times = self.minibatch_times(steady, n, run)
         start = self.now_s()
         work_start = start + SETUP_S
-        ends = tuple(work_start + np.cumsum(times))
-        seg = _Segment(start, work_start, ends, steady, mode)
+        seg = _Segment(start, work_start, tuple(work_start + np.cumsum(times)), steady, mode)
         with self._lock:
             self._segments = [s for s in self._segments if s.ends[-1] > start - 600.0] + [seg]
         self._advance(SETUP_S)
-        for i, t in enumerate(times):
-            self._advance(float(t))
-            if on_minibatch is not None:
-                on_minibatch(i, float(t))
-        return RunResult(spec.name, [float(t) for t in times], work_start, ends[-1])
+        done = 0
+        try:
+            for i, t in enumerate(times):
+                self._advance(float(t))
+                done = i + 1
+                if on_minibatch is not None and on_minibatch(i, float(t)):
+                    break
+        finally:
+            if done < n:  # stopped early (asked to, or cancelled): the board is idle after the last one
+                ends = seg.ends[:done] or (work_start,)
+                with self._lock:
+                    self._segments[self._segments.index(seg)] = _Segment(start, work_start, ends, steady, mode)
+        kept = [float(t) for t in times[:done]]
+        return RunResult(spec.name, kept, work_start, work_start + float(np.sum(times[:done])))
 
     def minibatch_times(self, steady: Steady, n: int, run: int) -> np.ndarray:
         rng = np.random.default_rng([self.seed, 2, run])

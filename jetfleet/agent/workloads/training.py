@@ -89,7 +89,7 @@ def _loss(name: str, out: Any, target: torch.Tensor) -> torch.Tensor:
 
 def run_training(name: str, minibatches: int, *, minibatch_size: int = 16, workers: int = 4,
                  scale: float = 1.0, device: str | None = None, seed: int = 0,
-                 on_minibatch: Callable[[int, float], None] | None = None) -> list[float]:
+                 on_minibatch: Callable[[int, float], bool | None] | None = None) -> list[float]:
     """Train ``minibatches`` minibatches; return each one's wall time in seconds (data wait
     included, GPU synchronised, as the papers measured)."""
     check_run_args(minibatches, minibatch_size, workers)
@@ -111,7 +111,7 @@ def run_training(name: str, minibatches: int, *, minibatch_size: int = 16, worke
             torch.cuda.synchronize()
         now = time.perf_counter()
         times.append(now - start)
-        if on_minibatch is not None:
-            on_minibatch(i, now - start)
+        if on_minibatch is not None and on_minibatch(i, now - start):
+            break
         start = now
     return times

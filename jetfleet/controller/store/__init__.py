@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jetfleet.controller.store.base import CommandRecord, DeviceRecord, Event, Store
+from jetfleet.controller.store.base import (
+    CampaignRecord,
+    CommandRecord,
+    DeviceRecord,
+    Event,
+    ModeState,
+    ProfileRecord,
+    Store,
+)
 
-__all__ = ["CommandRecord", "DeviceRecord", "Event", "Store", "open_store"]
+__all__ = ["CampaignRecord", "CommandRecord", "DeviceRecord", "Event", "ModeState", "ProfileRecord", "Store",
+           "open_store"]
 
 
 def open_store(spec: str | Path) -> Store:

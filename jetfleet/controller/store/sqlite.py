@@ -8,7 +8,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from jetfleet.controller.store.base import CommandRecord, DeviceRecord, Event, Store
+from jetfleet.controller.store.base import (
+    CampaignRecord,
+    CommandRecord,
+    DeviceRecord,
+    Event,
+    ModeState,
+    ProfileRecord,
+    Store,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS devices (
@@ -23,7 +31,25 @@ CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT, device_id TEXT NOT NULL, t_s REAL NOT NULL, kind TEXT NOT NULL,
   detail TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_by_device ON events (device_id, id);
+CREATE TABLE IF NOT EXISTS campaigns (
+  campaign_id TEXT PRIMARY KEY, workload TEXT NOT NULL, target_device TEXT NOT NULL, target_model TEXT NOT NULL,
+  modes_spec TEXT NOT NULL, minibatches INTEGER NOT NULL, created_s REAL NOT NULL, status TEXT NOT NULL,
+  finished_s REAL NOT NULL, seed INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS campaign_modes (
+  campaign_id TEXT NOT NULL, position INTEGER NOT NULL, mode TEXT NOT NULL, status TEXT NOT NULL,
+  attempts INTEGER NOT NULL, device_id TEXT NOT NULL, error TEXT NOT NULL,
+  PRIMARY KEY (campaign_id, mode));
+CREATE TABLE IF NOT EXISTS profiles (
+  source TEXT NOT NULL, mode TEXT NOT NULL, observation INTEGER NOT NULL, board_model TEXT NOT NULL,
+  device_id TEXT NOT NULL, workload TEXT NOT NULL, minibatch_time_ms REAL NOT NULL, power_w REAL NOT NULL,
+  observed_at REAL NOT NULL, minibatch_time_mean_ms REAL, energy_j REAL, power_samples INTEGER NOT NULL,
+  steady_state_found INTEGER NOT NULL, raw TEXT,
+  PRIMARY KEY (source, mode, observation));
+CREATE INDEX IF NOT EXISTS profiles_by_model ON profiles (board_model, workload);
+CREATE TABLE IF NOT EXISTS catalogs (model TEXT PRIMARY KEY, catalog TEXT NOT NULL);
 """
+PROFILE_COLS = ("source, mode, observation, board_model, device_id, workload, minibatch_time_ms, power_w, observed_at, "
+                "minibatch_time_mean_ms, energy_j, power_samples, steady_state_found")
 
 
 class SqliteStore(Store):
@@ -95,6 +121,91 @@ class SqliteStore(Store):
         rows = self._rows("SELECT device_id, t_s, kind, detail FROM events WHERE device_id=? ORDER BY id DESC LIMIT ?",
                           (device_id, limit))
         return [Event(*r) for r in rows]
+
+    # --- campaigns and profiles ------------------------------------------------------------------
+    def create_campaign(self, rec: CampaignRecord, modes: list[str]) -> None:
+        with self._lock:
+            with self._db:  # one transaction
+                self._db.execute("BEGIN")
+                self._db.execute("INSERT INTO campaigns VALUES (?,?,?,?,?,?,?,?,?,?)",
+                                 (rec.campaign_id, rec.workload, rec.target_device, rec.target_model, rec.modes_spec,
+                                  rec.minibatches, rec.created_s, rec.status, rec.finished_s, rec.seed))
+                self._db.executemany("INSERT INTO campaign_modes VALUES (?,?,?,'pending',0,'','')",
+                                     [(rec.campaign_id, i, m) for i, m in enumerate(modes)])
+
+    @staticmethod
+    def _campaign(r: tuple[Any, ...]) -> CampaignRecord:
+        return CampaignRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+
+    def get_campaign(self, campaign_id: str) -> CampaignRecord | None:
+        rows = self._rows("SELECT * FROM campaigns WHERE campaign_id=?", (campaign_id,))
+        return self._campaign(rows[0]) if rows else None
+
+    def list_campaigns(self) -> list[CampaignRecord]:
+        return [self._campaign(r) for r in self._rows("SELECT * FROM campaigns ORDER BY created_s, campaign_id")]
+
+    def set_campaign_status(self, campaign_id: str, status: str, finished_s: float = 0.0) -> None:
+        self._exec("UPDATE campaigns SET status=?, finished_s=? WHERE campaign_id=?", (status, finished_s, campaign_id))
+
+    def campaign_modes(self, campaign_id: str) -> list[ModeState]:
+        rows = self._rows("SELECT mode, status, attempts, device_id, error FROM campaign_modes WHERE campaign_id=? "
+                          "ORDER BY position", (campaign_id,))
+        return [ModeState(*r) for r in rows]
+
+    def set_mode_state(self, campaign_id: str, state: ModeState) -> None:
+        self._exec("UPDATE campaign_modes SET status=?, attempts=?, device_id=?, error=? "
+                   "WHERE campaign_id=? AND mode=?",
+                   (state.status, state.attempts, state.device_id, state.error, campaign_id, state.mode))
+
+    @staticmethod
+    def _profile_row(p: ProfileRecord) -> tuple[Any, ...]:
+        return (p.source, p.mode, p.observation, p.board_model, p.device_id, p.workload, p.minibatch_time_ms,
+                p.power_w, p.observed_at, p.minibatch_time_mean_ms, p.energy_j, p.power_samples,
+                int(p.steady_state_found), json.dumps(p.raw) if p.raw is not None else None)
+
+    def record_result(self, rec: ProfileRecord) -> bool:
+        with self._lock:
+            with self._db:
+                self._db.execute("BEGIN")
+                cur = self._db.execute(f"INSERT OR IGNORE INTO profiles ({PROFILE_COLS}, raw) VALUES "
+                                       "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._profile_row(rec))
+                if cur.rowcount != 1:
+                    return False
+                self._db.execute("UPDATE campaign_modes SET status='done', device_id=?, error='' "
+                                 "WHERE campaign_id=? AND mode=?", (rec.device_id, rec.source, rec.mode))
+                return True
+
+    def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> None:
+        with self._lock:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.executemany("INSERT OR REPLACE INTO catalogs VALUES (?,?)",
+                                     [(m, json.dumps(c)) for m, c in catalogs.items()])
+                self._db.executemany(f"INSERT INTO profiles ({PROFILE_COLS}, raw) VALUES "
+                                     "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [self._profile_row(r) for r in records])
+
+    def query_profiles(self, *, board_model: str = "", device_id: str = "", workload: str = "", mode: str = "",
+                       source: str = "", with_raw: bool = False) -> list[ProfileRecord]:
+        where, args = [], []
+        for col, val in (("board_model", board_model), ("device_id", device_id), ("workload", workload),
+                         ("mode", mode), ("source", source)):
+            if val:
+                where.append(f"{col}=?")
+                args.append(val)
+        sql = f"SELECT {PROFILE_COLS}{', raw' if with_raw else ''} FROM profiles"
+        sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY source, mode, observation"
+        out = []
+        for r in self._rows(sql, tuple(args)):
+            raw = json.loads(r[13]) if with_raw and r[13] else None
+            out.append(ProfileRecord(*r[:12], bool(r[12]), raw))  # type: ignore[arg-type, call-arg]
+        return out
+
+    def put_catalog(self, model: str, catalog: dict[str, Any]) -> None:
+        self._exec("INSERT OR REPLACE INTO catalogs VALUES (?,?)", (model, json.dumps(catalog)))
+
+    def get_catalog(self, model: str) -> dict[str, Any] | None:
+        rows = self._rows("SELECT catalog FROM catalogs WHERE model=?", (model,))
+        return json.loads(rows[0][0]) if rows else None
 
     def close(self) -> None:
         with self._lock:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"jetfleet/shared/proto/common.proto\x12\x0bjetfleet.v1\"M\n\tPowerMode\x12\r\n\x05\x63ores\x18\x01 \x01(\r\x12\x0f\n\x07\x63pu_mhz\x18\x02 \x01(\x01\x12\x0f\n\x07gpu_mhz\x18\x03 \x01(\x01\x12\x0f\n\x07mem_mhz\x18\x04 \x01(\x01\"6\n\x04Rail\x12\r\n\x05label\x18\x01 \x01(\t\x12\r\n\x05parts\x18\x02 \x03(\t\x12\x10\n\x08in_total\x18\x03 \x01(\x08\"\x86\x02\n\x07\x43\x61talog\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05\x63ores\x18\x03 \x03(\r\x12\x0f\n\x07\x63pu_mhz\x18\x04 \x03(\x01\x12\x0f\n\x07gpu_mhz\x18\x05 \x03(\x01\x12\x0f\n\x07mem_mhz\x18\x06 \x03(\x01\x12\x32\n\x07presets\x18\x07 \x03(\x0b\x32!.jetfleet.v1.Catalog.PresetsEntry\x12 \n\x05rails\x18\x08 \x03(\x0b\x32\x11.jetfleet.v1.Rail\x1a\x46\n\x0cPresetsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode:\x02\x38\x01\"\xf2\x01\n\tBoardInfo\x12\x11\n\tdevice_id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06serial\x18\x03 \x01(\t\x12\x36\n\x08software\x18\x04 \x03(\x0b\x32$.jetfleet.v1.BoardInfo.SoftwareEntry\x12%\n\x07\x63\x61talog\x18\x05 \x01(\x0b\x32\x14.jetfleet.v1.Catalog\x12\x10\n\x08\x65mulated\x18\x06 \x01(\x08\x12\x11\n\tworkloads\x18\x07 \x03(\t\x1a/\n\rSoftwareEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xf0\x02\n\x0fTelemetrySample\x12\x0b\n\x03t_s\x18\x01 \x01(\x01\x12\x39\n\x07rails_w\x18\x02 \x03(\x0b\x32(.jetfleet.v1.TelemetrySample.RailsWEntry\x12\x0f\n\x07total_w\x18\x03 \x01(\x01\x12\x0f\n\x07\x63pu_mhz\x18\x04 \x01(\x01\x12\x0f\n\x07gpu_mhz\x18\x05 \x01(\x01\x12\x0f\n\x07mem_mhz\x18\x06 \x01(\x01\x12\x14\n\x0c\x63ores_online\x18\x07 \x01(\r\x12\x39\n\x07temps_c\x18\x08 \x03(\x0b\x32(.jetfleet.v1.TelemetrySample.TempsCEntry\x12\x10\n\x08\x63pu_util\x18\t \x01(\x01\x12\x10\n\x08gpu_util\x18\n \x01(\x01\x1a-\n\x0bRailsWEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a-\n\x0bTempsCEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"5\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\r\n\x05\x66ield\x18\x03 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"jetfleet/shared/proto/common.proto\x12\x0bjetfleet.v1\"M\n\tPowerMode\x12\r\n\x05\x63ores\x18\x01 \x01(\r\x12\x0f\n\x07\x63pu_mhz\x18\x02 \x01(\x01\x12\x0f\n\x07gpu_mhz\x18\x03 \x01(\x01\x12\x0f\n\x07mem_mhz\x18\x04 \x01(\x01\"6\n\x04Rail\x12\r\n\x05label\x18\x01 \x01(\t\x12\r\n\x05parts\x18\x02 \x03(\t\x12\x10\n\x08in_total\x18\x03 \x01(\x08\"\xf7\x02\n\x07\x43\x61talog\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05\x63ores\x18\x03 \x03(\r\x12\x0f\n\x07\x63pu_mhz\x18\x04 \x03(\x01\x12\x0f\n\x07gpu_mhz\x18\x05 \x03(\x01\x12\x0f\n\x07mem_mhz\x18\x06 \x03(\x01\x12\x32\n\x07presets\x18\x07 \x03(\x0b\x32!.jetfleet.v1.Catalog.PresetsEntry\x12 \n\x05rails\x18\x08 \x03(\x0b\x32\x11.jetfleet.v1.Rail\x12.\n\x05grids\x18\t \x03(\x0b\x32\x1f.jetfleet.v1.Catalog.GridsEntry\x1a\x46\n\x0cPresetsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode:\x02\x38\x01\x1a?\n\nGridsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12 \n\x05value\x18\x02 \x01(\x0b\x32\x11.jetfleet.v1.Grid:\x02\x38\x01\"H\n\x04Grid\x12\r\n\x05\x63ores\x18\x01 \x03(\x01\x12\x0f\n\x07\x63pu_mhz\x18\x02 \x03(\x01\x12\x0f\n\x07gpu_mhz\x18\x03 \x03(\x01\x12\x0f\n\x07mem_mhz\x18\x04 \x03(\x01\"\xf2\x01\n\tBoardInfo\x12\x11\n\tdevice_id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06serial\x18\x03 \x01(\t\x12\x36\n\x08software\x18\x04 \x03(\x0b\x32$.jetfleet.v1.BoardInfo.SoftwareEntry\x12%\n\x07\x63\x61talog\x18\x05 \x01(\x0b\x32\x14.jetfleet.v1.Catalog\x12\x10\n\x08\x65mulated\x18\x06 \x01(\x08\x12\x11\n\tworkloads\x18\x07 \x03(\t\x1a/\n\rSoftwareEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xf0\x02\n\x0fTelemetrySample\x12\x0b\n\x03t_s\x18\x01 \x01(\x01\x12\x39\n\x07rails_w\x18\x02 \x03(\x0b\x32(.jetfleet.v1.TelemetrySample.RailsWEntry\x12\x0f\n\x07total_w\x18\x03 \x01(\x01\x12\x0f\n\x07\x63pu_mhz\x18\x04 \x01(\x01\x12\x0f\n\x07gpu_mhz\x18\x05 \x01(\x01\x12\x0f\n\x07mem_mhz\x18\x06 \x01(\x01\x12\x14\n\x0c\x63ores_online\x18\x07 \x01(\r\x12\x39\n\x07temps_c\x18\x08 \x03(\x0b\x32(.jetfleet.v1.TelemetrySample.TempsCEntry\x12\x10\n\x08\x63pu_util\x18\t \x01(\x01\x12\x10\n\x08gpu_util\x18\n \x01(\x01\x1a-\n\x0bRailsWEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a-\n\x0bTempsCEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"5\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\r\n\x05\x66ield\x18\x03 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,6 +33,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CATALOG_PRESETSENTRY']._loaded_options = None
   _globals['_CATALOG_PRESETSENTRY']._serialized_options = b'8\001'
+  _globals['_CATALOG_GRIDSENTRY']._loaded_options = None
+  _globals['_CATALOG_GRIDSENTRY']._serialized_options = b'8\001'
   _globals['_BOARDINFO_SOFTWAREENTRY']._loaded_options = None
   _globals['_BOARDINFO_SOFTWAREENTRY']._serialized_options = b'8\001'
   _globals['_TELEMETRYSAMPLE_RAILSWENTRY']._loaded_options = None
@@ -44,19 +46,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RAIL']._serialized_start=130
   _globals['_RAIL']._serialized_end=184
   _globals['_CATALOG']._serialized_start=187
-  _globals['_CATALOG']._serialized_end=449
-  _globals['_CATALOG_PRESETSENTRY']._serialized_start=379
-  _globals['_CATALOG_PRESETSENTRY']._serialized_end=449
-  _globals['_BOARDINFO']._serialized_start=452
-  _globals['_BOARDINFO']._serialized_end=694
-  _globals['_BOARDINFO_SOFTWAREENTRY']._serialized_start=647
-  _globals['_BOARDINFO_SOFTWAREENTRY']._serialized_end=694
-  _globals['_TELEMETRYSAMPLE']._serialized_start=697
-  _globals['_TELEMETRYSAMPLE']._serialized_end=1065
-  _globals['_TELEMETRYSAMPLE_RAILSWENTRY']._serialized_start=973
-  _globals['_TELEMETRYSAMPLE_RAILSWENTRY']._serialized_end=1018
-  _globals['_TELEMETRYSAMPLE_TEMPSCENTRY']._serialized_start=1020
-  _globals['_TELEMETRYSAMPLE_TEMPSCENTRY']._serialized_end=1065
-  _globals['_ERROR']._serialized_start=1067
-  _globals['_ERROR']._serialized_end=1120
+  _globals['_CATALOG']._serialized_end=562
+  _globals['_CATALOG_PRESETSENTRY']._serialized_start=427
+  _globals['_CATALOG_PRESETSENTRY']._serialized_end=497
+  _globals['_CATALOG_GRIDSENTRY']._serialized_start=499
+  _globals['_CATALOG_GRIDSENTRY']._serialized_end=562
+  _globals['_GRID']._serialized_start=564
+  _globals['_GRID']._serialized_end=636
+  _globals['_BOARDINFO']._serialized_start=639
+  _globals['_BOARDINFO']._serialized_end=881
+  _globals['_BOARDINFO_SOFTWAREENTRY']._serialized_start=834
+  _globals['_BOARDINFO_SOFTWAREENTRY']._serialized_end=881
+  _globals['_TELEMETRYSAMPLE']._serialized_start=884
+  _globals['_TELEMETRYSAMPLE']._serialized_end=1252
+  _globals['_TELEMETRYSAMPLE_RAILSWENTRY']._serialized_start=1160
+  _globals['_TELEMETRYSAMPLE_RAILSWENTRY']._serialized_end=1205
+  _globals['_TELEMETRYSAMPLE_TEMPSCENTRY']._serialized_start=1207
+  _globals['_TELEMETRYSAMPLE_TEMPSCENTRY']._serialized_end=1252
+  _globals['_ERROR']._serialized_start=1254
+  _globals['_ERROR']._serialized_end=1307
 # @@protoc_insertion_point(module_scope)

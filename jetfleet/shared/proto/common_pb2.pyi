@@ -29,7 +29,7 @@ class Rail(_message.Message):
     def __init__(self, label: _Optional[str] = ..., parts: _Optional[_Iterable[str]] = ..., in_total: _Optional[bool] = ...) -> None: ...
 
 class Catalog(_message.Message):
-    __slots__ = ("model", "name", "cores", "cpu_mhz", "gpu_mhz", "mem_mhz", "presets", "rails")
+    __slots__ = ("model", "name", "cores", "cpu_mhz", "gpu_mhz", "mem_mhz", "presets", "rails", "grids")
     class PresetsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +37,13 @@ class Catalog(_message.Message):
         key: str
         value: PowerMode
         def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[PowerMode, _Mapping]] = ...) -> None: ...
+    class GridsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Grid
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Grid, _Mapping]] = ...) -> None: ...
     MODEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     CORES_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +52,7 @@ class Catalog(_message.Message):
     MEM_MHZ_FIELD_NUMBER: _ClassVar[int]
     PRESETS_FIELD_NUMBER: _ClassVar[int]
     RAILS_FIELD_NUMBER: _ClassVar[int]
+    GRIDS_FIELD_NUMBER: _ClassVar[int]
     model: str
     name: str
     cores: _containers.RepeatedScalarFieldContainer[int]
@@ -53,7 +61,20 @@ class Catalog(_message.Message):
     mem_mhz: _containers.RepeatedScalarFieldContainer[float]
     presets: _containers.MessageMap[str, PowerMode]
     rails: _containers.RepeatedCompositeFieldContainer[Rail]
-    def __init__(self, model: _Optional[str] = ..., name: _Optional[str] = ..., cores: _Optional[_Iterable[int]] = ..., cpu_mhz: _Optional[_Iterable[float]] = ..., gpu_mhz: _Optional[_Iterable[float]] = ..., mem_mhz: _Optional[_Iterable[float]] = ..., presets: _Optional[_Mapping[str, PowerMode]] = ..., rails: _Optional[_Iterable[_Union[Rail, _Mapping]]] = ...) -> None: ...
+    grids: _containers.MessageMap[str, Grid]
+    def __init__(self, model: _Optional[str] = ..., name: _Optional[str] = ..., cores: _Optional[_Iterable[int]] = ..., cpu_mhz: _Optional[_Iterable[float]] = ..., gpu_mhz: _Optional[_Iterable[float]] = ..., mem_mhz: _Optional[_Iterable[float]] = ..., presets: _Optional[_Mapping[str, PowerMode]] = ..., rails: _Optional[_Iterable[_Union[Rail, _Mapping]]] = ..., grids: _Optional[_Mapping[str, Grid]] = ...) -> None: ...
+
+class Grid(_message.Message):
+    __slots__ = ("cores", "cpu_mhz", "gpu_mhz", "mem_mhz")
+    CORES_FIELD_NUMBER: _ClassVar[int]
+    CPU_MHZ_FIELD_NUMBER: _ClassVar[int]
+    GPU_MHZ_FIELD_NUMBER: _ClassVar[int]
+    MEM_MHZ_FIELD_NUMBER: _ClassVar[int]
+    cores: _containers.RepeatedScalarFieldContainer[float]
+    cpu_mhz: _containers.RepeatedScalarFieldContainer[float]
+    gpu_mhz: _containers.RepeatedScalarFieldContainer[float]
+    mem_mhz: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, cores: _Optional[_Iterable[float]] = ..., cpu_mhz: _Optional[_Iterable[float]] = ..., gpu_mhz: _Optional[_Iterable[float]] = ..., mem_mhz: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class BoardInfo(_message.Message):
     __slots__ = ("device_id", "model", "serial", "software", "catalog", "emulated", "workloads")

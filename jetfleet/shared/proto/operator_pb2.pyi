@@ -93,3 +93,121 @@ class WatchTelemetryRequest(_message.Message):
     device_id: str
     max_samples: int
     def __init__(self, device_id: _Optional[str] = ..., max_samples: _Optional[int] = ...) -> None: ...
+
+class CreateCampaignRequest(_message.Message):
+    __slots__ = ("workload", "device_id", "board_model", "modes", "mode_list", "minibatches", "seed")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    MODES_FIELD_NUMBER: _ClassVar[int]
+    MODE_LIST_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    device_id: str
+    board_model: str
+    modes: str
+    mode_list: _containers.RepeatedScalarFieldContainer[str]
+    minibatches: int
+    seed: int
+    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., modes: _Optional[str] = ..., mode_list: _Optional[_Iterable[str]] = ..., minibatches: _Optional[int] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class Campaign(_message.Message):
+    __slots__ = ("campaign_id", "workload", "target_device", "target_model", "modes", "minibatches", "status", "total", "done", "failed", "in_flight", "eta_s", "created_s", "finished_s", "boards", "errors", "retries")
+    CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    TARGET_DEVICE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_MODEL_FIELD_NUMBER: _ClassVar[int]
+    MODES_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    ETA_S_FIELD_NUMBER: _ClassVar[int]
+    CREATED_S_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_S_FIELD_NUMBER: _ClassVar[int]
+    BOARDS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    RETRIES_FIELD_NUMBER: _ClassVar[int]
+    campaign_id: str
+    workload: str
+    target_device: str
+    target_model: str
+    modes: str
+    minibatches: int
+    status: str
+    total: int
+    done: int
+    failed: int
+    in_flight: int
+    eta_s: float
+    created_s: float
+    finished_s: float
+    boards: _containers.RepeatedScalarFieldContainer[str]
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    retries: int
+    def __init__(self, campaign_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., modes: _Optional[str] = ..., minibatches: _Optional[int] = ..., status: _Optional[str] = ..., total: _Optional[int] = ..., done: _Optional[int] = ..., failed: _Optional[int] = ..., in_flight: _Optional[int] = ..., eta_s: _Optional[float] = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., boards: _Optional[_Iterable[str]] = ..., errors: _Optional[_Iterable[str]] = ..., retries: _Optional[int] = ...) -> None: ...
+
+class ListCampaignsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListCampaignsResponse(_message.Message):
+    __slots__ = ("campaigns",)
+    CAMPAIGNS_FIELD_NUMBER: _ClassVar[int]
+    campaigns: _containers.RepeatedCompositeFieldContainer[Campaign]
+    def __init__(self, campaigns: _Optional[_Iterable[_Union[Campaign, _Mapping]]] = ...) -> None: ...
+
+class GetCampaignRequest(_message.Message):
+    __slots__ = ("campaign_id",)
+    CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
+    campaign_id: str
+    def __init__(self, campaign_id: _Optional[str] = ...) -> None: ...
+
+class ControlCampaignRequest(_message.Message):
+    __slots__ = ("campaign_id", "action")
+    CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    campaign_id: str
+    action: str
+    def __init__(self, campaign_id: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
+
+class ExportProfilesRequest(_message.Message):
+    __slots__ = ("board_model", "workload", "device_id", "campaign_id")
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
+    board_model: str
+    workload: str
+    device_id: str
+    campaign_id: str
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., device_id: _Optional[str] = ..., campaign_id: _Optional[str] = ...) -> None: ...
+
+class ExportProfilesResponse(_message.Message):
+    __slots__ = ("csv", "rows")
+    CSV_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    csv: str
+    rows: int
+    def __init__(self, csv: _Optional[str] = ..., rows: _Optional[int] = ...) -> None: ...
+
+class ImportProfilesRequest(_message.Message):
+    __slots__ = ("csv", "name")
+    CSV_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    csv: str
+    name: str
+    def __init__(self, csv: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class ImportProfilesResponse(_message.Message):
+    __slots__ = ("rows", "source", "new_board_models")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    NEW_BOARD_MODELS_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    source: str
+    new_board_models: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, rows: _Optional[int] = ..., source: _Optional[str] = ..., new_board_models: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -55,6 +55,36 @@ class OperatorStub:
                 request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.WatchTelemetryRequest.SerializeToString,
                 response_deserializer=jetfleet_dot_shared_dot_proto_dot_common__pb2.TelemetrySample.FromString,
                 _registered_method=True)
+        self.CreateCampaign = channel.unary_unary(
+                '/jetfleet.v1.Operator/CreateCampaign',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.CreateCampaignRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.FromString,
+                _registered_method=True)
+        self.ListCampaigns = channel.unary_unary(
+                '/jetfleet.v1.Operator/ListCampaigns',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListCampaignsRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListCampaignsResponse.FromString,
+                _registered_method=True)
+        self.GetCampaign = channel.unary_unary(
+                '/jetfleet.v1.Operator/GetCampaign',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetCampaignRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.FromString,
+                _registered_method=True)
+        self.ControlCampaign = channel.unary_unary(
+                '/jetfleet.v1.Operator/ControlCampaign',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ControlCampaignRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.FromString,
+                _registered_method=True)
+        self.ExportProfiles = channel.unary_unary(
+                '/jetfleet.v1.Operator/ExportProfiles',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ExportProfilesRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ExportProfilesResponse.FromString,
+                _registered_method=True)
+        self.ImportProfiles = channel.unary_unary(
+                '/jetfleet.v1.Operator/ImportProfiles',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesResponse.FromString,
+                _registered_method=True)
 
 
 class OperatorServicer:
@@ -84,6 +114,43 @@ class OperatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateCampaign(self, request, context):
+        """Profiling campaigns and the profiles they store.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCampaigns(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCampaign(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ControlCampaign(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportProfiles(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportProfiles(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OperatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -106,6 +173,36 @@ def add_OperatorServicer_to_server(servicer, server):
                     servicer.WatchTelemetry,
                     request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.WatchTelemetryRequest.FromString,
                     response_serializer=jetfleet_dot_shared_dot_proto_dot_common__pb2.TelemetrySample.SerializeToString,
+            ),
+            'CreateCampaign': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCampaign,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.CreateCampaignRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.SerializeToString,
+            ),
+            'ListCampaigns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCampaigns,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListCampaignsRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListCampaignsResponse.SerializeToString,
+            ),
+            'GetCampaign': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCampaign,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetCampaignRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.SerializeToString,
+            ),
+            'ControlCampaign': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControlCampaign,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ControlCampaignRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.SerializeToString,
+            ),
+            'ExportProfiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportProfiles,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ExportProfilesRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ExportProfilesResponse.SerializeToString,
+            ),
+            'ImportProfiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportProfiles,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -216,6 +313,168 @@ class Operator:
             '/jetfleet.v1.Operator/WatchTelemetry',
             jetfleet_dot_shared_dot_proto_dot_operator__pb2.WatchTelemetryRequest.SerializeToString,
             jetfleet_dot_shared_dot_proto_dot_common__pb2.TelemetrySample.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCampaign(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/CreateCampaign',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.CreateCampaignRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCampaigns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/ListCampaigns',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListCampaignsRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListCampaignsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCampaign(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/GetCampaign',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetCampaignRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControlCampaign(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/ControlCampaign',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ControlCampaignRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.Campaign.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportProfiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/ExportProfiles',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ExportProfilesRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ExportProfilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportProfiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/ImportProfiles',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,154 @@
+"""Profile one power mode the papers' way (ARCHITECTURE §6).
+
+1. Apply the mode and confirm it.
+2. Start recording power (before the run, so there is an idle baseline), in a thread separate from
+   the training loop; on an accelerated twin, the samples a 10 Hz sampler would have taken on the
+   board's clock.
+3. Train: warm up (30 s on a real board; on the twin 1 s of board time, its own transient is
+   modelled), then keep ``minibatches`` minibatches.
+4. Find the steady state: the first power sample >= 1.25 x the mean of the 10 before it marks the
+   start of real work. Keep the window's minibatch times and every power sample inside it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from jetfleet.agent.device.base import Device, TelemetrySample
+from jetfleet.agent.measure import Summary, summarise
+from jetfleet.agent.workloads.registry import MAX_MINIBATCHES, check_run_args, get_workload
+from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.errors import DeviceError, InvalidArgument
+
+STEADY_FACTOR = 1.25
+STEADY_LOOKBACK = 10
+REAL_WARMUP_S = 30.0
+TWIN_WARMUP_S = 1.0
+MIN_MINIBATCH_S = 0.002   # bounds how many minibatches a warm-up may take
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    workload: str
+    mode: PowerMode
+    minibatches: int = 40
+    minibatch_size: int = 16
+    workers: int = 4
+    warmup_s: float | None = None       # None: 30 s on a real board, 1 s on the twin
+    sample_interval_s: float = 0.1
+
+    def check(self) -> None:
+        get_workload(self.workload)
+        check_run_args(self.minibatches, self.minibatch_size, self.workers)
+        if self.warmup_s is not None and not 0 <= self.warmup_s <= 3600:
+            raise InvalidArgument(f"warmup_s={self.warmup_s} is out of range; allowed 0..3600", field="warmup_s")
+        if not 0.01 <= self.sample_interval_s <= 10:
+            raise InvalidArgument(f"sample_interval_s={self.sample_interval_s} is out of range; allowed 0.01..10",
+                                  field="sample_interval_s")
+
+
+@dataclass(frozen=True)
+class Profile:
+    workload: str
+    mode: PowerMode
+    minibatch_times_s: list[float]      # the kept window
+    power: list[TelemetrySample]        # every sample inside the window
+    steady_state_found: bool
+    window_start_s: float
+    window_end_s: float
+    summary: Summary
+
+
+def find_steady_state(power_w: Sequence[float], factor: float = STEADY_FACTOR,
+                      lookback: int = STEADY_LOOKBACK) -> int | None:
+    """Index of the first sample >= factor x the mean of the ``lookback`` before it, or None."""
+    for i in range(lookback, len(power_w)):
+        if power_w[i] >= factor * statistics.fmean(power_w[i - lookback:i]):
+            return i
+    return None
+
+
+class _SamplerThread:
+    """Samples a real board every interval in its own thread, off the training loop."""
+
+    def __init__(self, device: Device, interval_s: float) -> None:
+        self.device, self.interval_s = device, interval_s
+        self.samples: list[TelemetrySample] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="power-sampler", daemon=True)
+        self.errors = 0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append(self.device.sample())
+            except DeviceError:
+                self.errors += 1
+            self._stop.wait(self.interval_s)
+
+    def start(self) -> None:
+        self._thread.start()
+        self._stop.wait(self.interval_s * STEADY_LOOKBACK)  # an idle baseline before the work
+
+    def stop(self) -> list[TelemetrySample]:
+        self._stop.set()
+        self._thread.join()
+        return self.samples
+
+
+class _BoardClockRecorder:
+    """On a twin whose clock runs ahead of the wall clock: the samples a sampler would have taken."""
+
+    def __init__(self, device: Device, interval_s: float) -> None:
+        self.device, self.interval_s = device, interval_s
+        self.t0 = 0.0
+
+    def start(self) -> None:
+        self.t0 = self.device.now_s() - self.interval_s * STEADY_LOOKBACK  # the board was idle before
+
+    def stop(self) -> list[TelemetrySample]:
+        return self.device.trace(self.t0, self.device.now_s(), self.interval_s)  # type: ignore[attr-defined, no-any-return]
+
+
+def profile(device: Device, req: ProfileRequest) -> Profile:
+    req.check()
+    confirmed = device.apply_mode(req.mode)
+    emulated = device.describe().emulated
+    warmup_s = req.warmup_s if req.warmup_s is not None else (TWIN_WARMUP_S if emulated else REAL_WARMUP_S)
+    recorder = (_BoardClockRecorder if hasattr(device, "trace") else _SamplerThread)(device, req.sample_interval_s)
+    elapsed = [0.0]
+    warm = [0]
+
+    def on_minibatch(i: int, t: float) -> bool:
+        if elapsed[0] < warmup_s:
+            warm[0] = i + 1
+        elapsed[0] += t
+        return i + 1 - warm[0] >= req.minibatches
+
+    limit = min(MAX_MINIBATCHES, req.minibatches + math.ceil(warmup_s / MIN_MINIBATCH_S) + 1)
+    recorder.start()
+    try:
+        run = device.run_minibatches(req.workload, limit, minibatch_size=req.minibatch_size, workers=req.workers,
+                                     on_minibatch=on_minibatch)
+    finally:
+        samples = recorder.stop()
+    idx = find_steady_state([s.total_w for s in samples])
+    steady_start = samples[idx].t_s if idx is not None else run.start_s
+    starts = [run.start_s]
+    for t in run.minibatch_times_s[:-1]:
+        starts.append(starts[-1] + t)
+    first = warm[0]
+    while first < len(starts) and starts[first] < steady_start:  # real work began later than we thought
+        first += 1
+    kept = run.minibatch_times_s[first:first + req.minibatches]
+    if not kept:
+        raise DeviceError(f"no minibatch of {req.workload} ran after the steady state was reached", field="mode")
+    window_start = starts[first]
+    window_end = window_start + sum(kept)
+    power = [s for s in samples if window_start <= s.t_s <= window_end]
+    return Profile(req.workload, confirmed, kept, power, idx is not None, window_start, window_end,
+                   summarise(kept, power))
