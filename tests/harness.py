@@ -58,15 +58,17 @@ class LabThread:
         return self.lab.controller.fleet
 
     def wait(self, predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
+        """Poll ``predicate`` from the test's thread (it may call the blocking clients)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.do(predicate):
+            if predicate():
                 return
             time.sleep(0.02)
         raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
     def online(self, device_id: str) -> bool:
-        return self.do(lambda: device_id in self.fleet.devices and self.fleet.devices[device_id].online)
+        devices = self.fleet.devices
+        return device_id in devices and devices[device_id].online
 
     def close(self) -> None:
         try:

@@ -39,7 +39,7 @@ class FakeAgent:
     async def stop(self) -> None:
         self.stop_event.set()
         if self.task:
-            await self.task
+            await asyncio.gather(self.task, return_exceptions=True)  # a crashed (cancelled) agent too
             self.task = None
 
 
