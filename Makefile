@@ -56,6 +56,7 @@ characterise: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/boards.py
+	$(PY) bench/campaign.py
 	$(PY) bench/fleet.py
 
 clean:

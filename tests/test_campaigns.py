@@ -136,7 +136,8 @@ def test_bad_campaigns_are_refused_and_nothing_is_stored(lab3):
             (dict(workload="resnet18", board_model="agx-orin", modes="file:x", mode_list=["12/2201.6/1300.5/3000"]),
              InvalidArgument, "mem_mhz=3000"),
             (dict(workload="resnet18", modes="presets"), InvalidArgument, "exactly one target"),
-            (dict(workload="resnet18", board_model="jetson-nano-2gb", modes="presets"), NotFound, "unknown board model"),
+            (dict(workload="resnet18", board_model="jetson-nano-2gb", modes="presets"), NotFound,
+             "unknown board model"),
             (dict(workload="resnet18", device_id="ghost", modes="presets"), NotFound, "unknown device"),
             (dict(workload="resnet18", device_id="agx-orin-0", modes="presets", minibatches=0), None, None),
         ]

@@ -66,3 +66,24 @@ def test_bad_input_exits_2_with_a_clear_error(lab, args, needle):
 def test_unreachable_controller_is_named():
     r = CliRunner().invoke(cli, ["devices", "ls", "--controller", "127.0.0.1:1"])
     assert r.exit_code == 2 and "controller 127.0.0.1:1 is unreachable" in r.output
+
+
+def test_profile_commands_from_a_file_of_modes_to_export(lab, tmp_path):
+    modes = tmp_path / "modes.txt"
+    modes.write_text("# three modes\n12/2201.6/1300.5/3199\n15W\n2/268.8/114.75/204  # the slowest\n")
+    r = run(lab, "profile", "start", "--workload", "lstm", "--device", "agx-orin-0", "--modes", str(modes),
+            "--wait", "--output", "json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert (d["status"], d["done"], d["total"], d["modes"]) == ("done", 3, 3, "file:modes.txt")
+    r = run(lab, "profile", "ls")
+    assert d["campaign_id"] in r.output and "3/3" in r.output
+    r = run(lab, "profile", "show", d["campaign_id"])
+    assert "3/3 measured, 0 failed" in r.output
+    out = tmp_path / "p.csv"
+    r = run(lab, "profiles", "export", "--campaign", d["campaign_id"], "-o", str(out))
+    assert r.exit_code == 0 and len(out.read_text().splitlines()) == 4
+    r = run(lab, "profile", "pause", d["campaign_id"])
+    assert r.exit_code == 2 and "is done; cannot pause" in r.output
+    r = run(lab, "profile", "start", "--workload", "lstm", "--device", "agx-orin-0", "--modes", "no/such/file")
+    assert r.exit_code == 2 and "no such file" in r.output

@@ -91,8 +91,9 @@ def test_acknowledged_writes_survive_a_crash_redis(redis_server, tmp_path):
 def _profile(source="c1", mode="12/2201.6/1300.5/3199", obs=0, model="agx-orin", workload="resnet18", raw=True):
     from jetfleet.controller.store import ProfileRecord
 
+    samples = {"minibatch_times_s": [0.055] * 40, "power": [[1.0, 48.0, {"VDD_GPU_SOC": 30.0}]]}
     return ProfileRecord(source, mode, obs, model, "dev-1", workload, 55.0, 48.0, 10.0, 55.2, 2.6, 22, True,
-                         {"minibatch_times_s": [0.055] * 40, "power": [[1.0, 48.0, {"VDD_GPU_SOC": 30.0}]]} if raw else None)
+                         samples if raw else None)
 
 
 def test_campaigns_modes_and_results_exactly_once(store_spec):

@@ -272,8 +272,10 @@ class CampaignManager:
 def _record(run: _Run, device: str, model: str, mode: str, p: agent_pb2.ProfileResult) -> ProfileRecord:
     times = list(p.minibatch_times_s)
     summary = summarise(times, list(p.power))  # type: ignore[arg-type]  # proto samples have the same fields
-    raw = {"minibatch_times_s": times, "window": [p.window_start_s, p.window_end_s],
-           "power": [[s.t_s, s.total_w, dict(s.rails_w)] for s in p.power]}
+    # Rounded to the sensors' resolution (ms, 0.1 mW): the store holds every sample, not float noise.
+    raw = {"minibatch_times_s": [round(t, 6) for t in times], "window": [p.window_start_s, p.window_end_s],
+           "power": [[round(s.t_s, 3), round(s.total_w, 4), {k: round(v, 4) for k, v in s.rails_w.items()}]
+                     for s in p.power]}
     return ProfileRecord(run.rec.campaign_id, mode, 0, model, device, run.rec.workload,
                          summary.minibatch_time_median_ms, summary.power_mean_w, time.time(),
                          summary.minibatch_time_mean_ms, summary.energy_per_minibatch_j, summary.power_samples,

@@ -45,7 +45,7 @@ class CommandRouter:
             if existing is not None and existing.device_id != device_id:
                 raise InvalidArgument(f"request id {cid!r} was already used for device {existing.device_id}",
                                       field="request_id")
-            if existing is not None and existing.status in ("done", "failed"):
+            if existing is not None and existing.status in ("done", "failed") and not existing.result.get(COMPACTED):
                 return _stored_result(existing)
             if cid in self._pending:  # the same request while it is in flight: wait for that one
                 return _raise_failed(await asyncio.wait_for(asyncio.shield(self._pending[cid][1]), timeout_s))
@@ -79,8 +79,8 @@ class CommandRouter:
             mode = self.fleet.get(session.device_id).catalog.validate(mode_from_pb(result.confirmed_mode))
             await self.fleet.set_current_mode(session.device_id, str(mode))
         status = "done" if result.ok else "failed"
-        await asyncio.to_thread(self.fleet.store.finish_command, result.command_id, status,
-                                json_format.MessageToDict(result), {}, time.time())
+        await asyncio.to_thread(self.fleet.store.finish_command, result.command_id, status, _compact(result), {},
+                                time.time())
         self.metrics.commands.labels(rec.kind, "ok" if result.ok else "failed").inc()
         pending = self._pending.get(result.command_id)
         if pending is not None and not pending[1].done():
@@ -93,6 +93,23 @@ class CommandRouter:
             if dev == device_id and not fut.done():
                 fut.set_exception(Unavailable(f"device {device_id} went offline before answering",
                                               field="device_id"))
+
+
+COMPACTED = "compacted"
+
+
+def _compact(result: agent_pb2.CommandResult) -> dict[str, object]:
+    """What the command log keeps of a result. A profile's samples are stored once, with the profile
+    (campaigns record them); the log keeps the summary and says so. A compacted command that is
+    replayed is resent to the board, whose agent answers from the run it remembers."""
+    if result.WhichOneof("kind") != "profile":
+        return json_format.MessageToDict(result)
+    slim = agent_pb2.CommandResult()
+    slim.CopyFrom(result)
+    del slim.profile.power[:]
+    del slim.profile.minibatch_times_s[:]
+    return {**json_format.MessageToDict(slim), COMPACTED: True, "samples": len(result.profile.power),
+            "minibatches": len(result.profile.minibatch_times_s)}
 
 
 def _raise_failed(result: agent_pb2.CommandResult) -> agent_pb2.CommandResult:

@@ -40,12 +40,40 @@ def _client_story(address: str, say: Callable[[str], None]) -> None:
             say(f"   total {s.total_w:6.2f} W  {rails}")
 
 
+def _campaign_story(address: str, say: Callable[[str], None]) -> None:
+    import time
+
+    with OperatorClient(address) as c:
+        say("\n== 6. Reference campaign: resnet18 on the emulated AGX Orin, PowerTrain's 4,368-mode grid "
+            "(jetfleet profile start --workload resnet18 --device agx-orin-0 --modes powertrain)")
+        camp = c.create_campaign(workload="resnet18", device_id="agx-orin-0", modes="powertrain", minibatches=40)
+        t0 = time.monotonic()
+        last = 0.0
+        while camp.status == "running":
+            time.sleep(0.5)
+            camp = c.get_campaign(camp.campaign_id)
+            if time.monotonic() - last > 5:
+                last = time.monotonic()
+                eta = f"{camp.eta_s:.0f} s" if camp.eta_s >= 0 else "?"
+                say(f"   {camp.done:5d}/{camp.total} modes measured, ETA {eta}")
+        say(f"   campaign {camp.campaign_id} {camp.status}: {camp.done} measured, {camp.failed} failed in "
+            f"{time.monotonic() - t0:.1f} s (each mode: apply, warm up, steady state, 40 minibatches, power)")
+        csv_text = c.export_profiles(campaign_id=camp.campaign_id).csv
+    rows = [line.split(",") for line in csv_text.splitlines()[1:]]
+    fastest = min(rows, key=lambda r: float(r[6]))
+    frugal = min(rows, key=lambda r: float(r[6]) * float(r[7]))
+    say(f"   fastest mode     {'/'.join(fastest[2:6]):<24} {float(fastest[6]):6.1f} ms  {float(fastest[7]):5.1f} W")
+    say(f"   least energy     {'/'.join(frugal[2:6]):<24} {float(frugal[6]):6.1f} ms  {float(frugal[7]):5.1f} W  "
+        f"({float(frugal[6]) * float(frugal[7]) / 1e3:.2f} J/minibatch)")
+    say("   every raw sample is stored; export with: jetfleet profiles export --board-model agx-orin")
+
+
 def _twin_story(say: Callable[[str], None]) -> None:
     from jetfleet.agent.device.emulated import EmulatedBoard
     from jetfleet.agent.measure import measure_on_twin
     from jetfleet.shared.catalog import get_catalog
 
-    say("\n== 6. What a training minibatch costs in NVIDIA's presets (jetfleet twin measure), AGX Orin")
+    say("\n== 7. What a training minibatch costs in NVIDIA's presets (jetfleet twin measure), AGX Orin")
     cat = get_catalog("agx-orin")
     board = EmulatedBoard("agx-orin", 0)
     for w in ("resnet18", "mobilenet_v3"):
@@ -65,6 +93,7 @@ async def run_demo(say: Callable[[str], None] = print) -> None:
             await asyncio.sleep(1.2)  # one telemetry batch
             say(f"   controller on {lab.address}, store {data_dir}/jetfleet.db")
             await asyncio.to_thread(_client_story, lab.address, say)
+            await asyncio.to_thread(_campaign_story, lab.address, say)
         finally:
             await lab.stop()
     _twin_story(say)
