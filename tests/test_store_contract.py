@@ -131,3 +131,14 @@ def test_profiles_import_and_query(store_spec):
     assert len(s.query_profiles(mode="1/345.6/140.25/1062.4")) == 2
     assert s.get_catalog("tx2-x") == {"model": "tx2-x"} and s.get_catalog("nope") is None
     s.close()
+
+
+def test_documents_by_kind_in_insertion_order(store_spec):
+    s = open_store(store_spec)
+    s.put_doc("model", "m2", {"v": 1})
+    s.put_doc("model", "m1", {"v": 2})
+    s.put_doc("decision", "d1", {"x": True})
+    s.put_doc("model", "m2", {"v": 3})  # replaced, keeps its place
+    assert s.list_docs("model") == [{"v": 3}, {"v": 2}] and s.get_doc("model", "m1") == {"v": 2}
+    assert s.get_doc("model", "nope") is None and s.list_docs("decision") == [{"x": True}]
+    s.close()

@@ -86,6 +86,10 @@ class OperatorClient:
             self._stub.ImportProfiles, operator_pb2.ImportProfilesRequest(csv=csv_text, name=name), 300)
         return result
 
+    def call(self, method: str, request: Any, timeout_s: float = 600.0) -> Any:
+        """Any operator RPC by name (the PowerTrain calls: TrainReference, TransferModel, Predict, ...)."""
+        return self._unary(getattr(self._stub, method), request, timeout_s)
+
     def watch(self, device_id: str, max_samples: int = 0) -> Iterator[common_pb2.TelemetrySample]:
         call = self._stub.WatchTelemetry(operator_pb2.WatchTelemetryRequest(device_id=device_id,
                                                                             max_samples=max_samples))

@@ -24,5 +24,11 @@ class ControllerMetrics:
                                       "duplicate, retried, failed)", ["workload", "outcome"], registry=r)
         self.campaign_remaining = Gauge("jetfleet_campaign_modes_remaining", "Modes left to measure",
                                         ["campaign", "workload"], registry=r)
+        self.model_seconds = Histogram("jetfleet_model_training_seconds", "Reference training and transfer time",
+                                       ["kind"], buckets=(0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600), registry=r)
+        self.decision = Gauge("jetfleet_decision_value", "Last applied decision per board: minibatch time (s) or "
+                              "power (W), predicted and observed", ["device", "quantity", "source"], registry=r)
+        self.decision_error = Gauge("jetfleet_decision_error_ratio", "Last applied decision: predicted / observed",
+                                    ["device", "quantity"], registry=r)
         self.board_power = Gauge("jetfleet_board_power_watts", "Board power relayed from telemetry",
                                  ["device", "board_model"], registry=r)

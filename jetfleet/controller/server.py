@@ -14,6 +14,7 @@ from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
+from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import Fleet
 from jetfleet.controller.service import OperatorService
 from jetfleet.controller.servicers import AgentLinkServicer, OperatorServicer
@@ -53,7 +54,8 @@ class Controller:
         self.router = CommandRouter(self.fleet, self.metrics)
         self.sessions = AgentSessions(self.fleet, self.router)
         self.campaigns = CampaignManager(self.fleet, self.router, self.metrics)
-        self.service = OperatorService(self.fleet, self.router, self.campaigns)
+        self.models = ModelService(self.fleet, self.router, self.campaigns, self.metrics)
+        self.service = OperatorService(self.fleet, self.router, self.campaigns, self.models)
         self.port = 0
         self._server: grpc.aio.Server | None = None
         self._reaper: asyncio.Task[None] | None = None

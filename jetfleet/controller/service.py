@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from jetfleet.controller import profiles_csv
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
+from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import Fleet, LiveDevice
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.convert import catalog_to_pb, mode_from_pb, mode_to_pb
@@ -19,8 +20,8 @@ MAX_TIMEOUT_S = 3600.0
 
 
 class OperatorService:
-    def __init__(self, fleet: Fleet, router: CommandRouter, campaigns: CampaignManager) -> None:
-        self.fleet, self.router, self.campaigns = fleet, router, campaigns
+    def __init__(self, fleet: Fleet, router: CommandRouter, campaigns: CampaignManager, models: ModelService) -> None:
+        self.fleet, self.router, self.campaigns, self.models = fleet, router, campaigns, models
 
     def device_pb(self, d: LiveDevice, *, with_catalog: bool = False) -> operator_pb2.Device:
         msg = operator_pb2.Device(

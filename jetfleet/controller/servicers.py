@@ -85,6 +85,37 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
             yield sample
 
     @rpc
+    async def TrainReference(self, request: operator_pb2.TrainReferenceRequest,  # noqa: N802
+                             context: grpc.aio.ServicerContext) -> operator_pb2.ModelInfo:
+        return await self.service.models.train_reference(request)
+
+    @rpc
+    async def TransferModel(self, request: operator_pb2.TransferModelRequest,  # noqa: N802
+                            context: grpc.aio.ServicerContext) -> operator_pb2.ModelInfo:
+        return await self.service.models.transfer(request)
+
+    @rpc
+    async def ListModels(self, request: operator_pb2.ListModelsRequest,  # noqa: N802
+                         context: grpc.aio.ServicerContext) -> operator_pb2.ListModelsResponse:
+        docs = await asyncio.to_thread(self.service.fleet.store.list_docs, "model")
+        return operator_pb2.ListModelsResponse(models=[self.service.models.info(d) for d in docs])
+
+    @rpc
+    async def GetModel(self, request: operator_pb2.GetModelRequest,  # noqa: N802
+                       context: grpc.aio.ServicerContext) -> operator_pb2.ModelInfo:
+        return self.service.models.info(await asyncio.to_thread(self.service.models.model_doc, request.model_id))
+
+    @rpc
+    async def Predict(self, request: operator_pb2.PredictRequest,  # noqa: N802
+                      context: grpc.aio.ServicerContext) -> operator_pb2.PredictResponse:
+        return await self.service.models.predict(request)
+
+    @rpc
+    async def Optimize(self, request: operator_pb2.OptimizeRequest,  # noqa: N802
+                       context: grpc.aio.ServicerContext) -> operator_pb2.OptimizeResponse:
+        return await self.service.models.optimize(request)
+
+    @rpc
     async def CreateCampaign(self, request: operator_pb2.CreateCampaignRequest,  # noqa: N802
                              context: grpc.aio.ServicerContext) -> operator_pb2.Campaign:
         return await self.service.campaigns.create(request)

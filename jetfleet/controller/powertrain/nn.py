@@ -169,7 +169,8 @@ def train_reference(x: np.ndarray, y: np.ndarray, *, epochs: int = 100, lr: floa
 def transfer(reference: Net, x: np.ndarray, y: np.ndarray, *, epochs: int = 300, lr: float = 1e-3,
              seed: int = 0) -> Net:
     """Copy the reference, replace its last layer, fine-tune all layers on all k profiled modes (a
-    held-out split of 50 modes cost 2-4 points of MAPE on the twin). The knob scaler stays the reference's (the learned features depend on it); the target scaler is
+    held-out split of 50 modes cost 2-4 points of MAPE on the twin). The knob scaler stays the
+    reference's (the learned features depend on it); the target scaler is
     fitted to the new modes."""
     _check(x, y)
     torch.manual_seed(seed)

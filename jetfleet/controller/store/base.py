@@ -161,6 +161,18 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def get_catalog(self, model: str) -> dict[str, Any] | None: ...
 
+    # --- documents (model artifacts, decisions) ----------------------------------------------
+    @abc.abstractmethod
+    def put_doc(self, kind: str, doc_id: str, doc: dict[str, Any]) -> None:
+        """Insert or replace a JSON document of a kind ("model", "decision")."""
+
+    @abc.abstractmethod
+    def get_doc(self, kind: str, doc_id: str) -> dict[str, Any] | None: ...
+
+    @abc.abstractmethod
+    def list_docs(self, kind: str) -> list[dict[str, Any]]:
+        """Every document of a kind, in insertion order."""
+
     @abc.abstractmethod
     def close(self) -> None: ...
 

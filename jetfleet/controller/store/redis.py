@@ -212,5 +212,21 @@ class RedisStore(Store):
         raw = self._call(self.r.get, f"{self.p}:catalog:{model}")
         return json.loads(raw) if raw else None
 
+    def put_doc(self, kind: str, doc_id: str, doc: dict[str, Any]) -> None:
+        seq = self._call(self.r.incr, f"{self.p}:docseq")  # insertion order; a replaced doc keeps its place
+        pipe = self.r.pipeline(transaction=True)
+        pipe.set(f"{self.p}:doc:{kind}:{doc_id}", json.dumps(doc))
+        pipe.zadd(f"{self.p}:docs:{kind}", {doc_id: seq}, nx=True)
+        self._call(pipe.execute)
+
+    def get_doc(self, kind: str, doc_id: str) -> dict[str, Any] | None:
+        raw = self._call(self.r.get, f"{self.p}:doc:{kind}:{doc_id}")
+        return json.loads(raw) if raw else None
+
+    def list_docs(self, kind: str) -> list[dict[str, Any]]:
+        ids = self._call(self.r.zrange, f"{self.p}:docs:{kind}", 0, -1)
+        raws = self._call(self.r.mget, [f"{self.p}:doc:{kind}:{i}" for i in ids]) if ids else []
+        return [json.loads(r) for r in raws if r]
+
     def close(self) -> None:
         self.r.close()

@@ -47,6 +47,8 @@ CREATE TABLE IF NOT EXISTS profiles (
   PRIMARY KEY (source, mode, observation));
 CREATE INDEX IF NOT EXISTS profiles_by_model ON profiles (board_model, workload);
 CREATE TABLE IF NOT EXISTS catalogs (model TEXT PRIMARY KEY, catalog TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, doc_id TEXT NOT NULL,
+  doc TEXT NOT NULL, UNIQUE (kind, doc_id));
 """
 PROFILE_COLS = ("source, mode, observation, board_model, device_id, workload, minibatch_time_ms, power_w, observed_at, "
                 "minibatch_time_mean_ms, energy_j, power_samples, steady_state_found")
@@ -206,6 +208,17 @@ class SqliteStore(Store):
     def get_catalog(self, model: str) -> dict[str, Any] | None:
         rows = self._rows("SELECT catalog FROM catalogs WHERE model=?", (model,))
         return json.loads(rows[0][0]) if rows else None
+
+    def put_doc(self, kind: str, doc_id: str, doc: dict[str, Any]) -> None:
+        self._exec("INSERT INTO docs (kind, doc_id, doc) VALUES (?,?,?) ON CONFLICT(kind, doc_id) DO UPDATE SET "
+                   "doc=excluded.doc", (kind, doc_id, json.dumps(doc)))
+
+    def get_doc(self, kind: str, doc_id: str) -> dict[str, Any] | None:
+        rows = self._rows("SELECT doc FROM docs WHERE kind=? AND doc_id=?", (kind, doc_id))
+        return json.loads(rows[0][0]) if rows else None
+
+    def list_docs(self, kind: str) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in self._rows("SELECT doc FROM docs WHERE kind=? ORDER BY seq", (kind,))]
 
     def close(self) -> None:
         with self._lock:

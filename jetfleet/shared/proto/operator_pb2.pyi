@@ -211,3 +211,178 @@ class ImportProfilesResponse(_message.Message):
     source: str
     new_board_models: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, rows: _Optional[int] = ..., source: _Optional[str] = ..., new_board_models: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ModelInfo(_message.Message):
+    __slots__ = ("model_id", "kind", "board_model", "workload", "parent_id", "version", "created_s", "training_modes", "metrics")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CREATED_S_FIELD_NUMBER: _ClassVar[int]
+    TRAINING_MODES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    kind: str
+    board_model: str
+    workload: str
+    parent_id: str
+    version: int
+    created_s: float
+    training_modes: int
+    metrics: _containers.ScalarMap[str, float]
+    def __init__(self, model_id: _Optional[str] = ..., kind: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., parent_id: _Optional[str] = ..., version: _Optional[int] = ..., created_s: _Optional[float] = ..., training_modes: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class TrainReferenceRequest(_message.Message):
+    __slots__ = ("board_model", "workload", "campaign_id", "epochs")
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    board_model: str
+    workload: str
+    campaign_id: str
+    epochs: int
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., campaign_id: _Optional[str] = ..., epochs: _Optional[int] = ...) -> None: ...
+
+class TransferModelRequest(_message.Message):
+    __slots__ = ("reference_id", "reference_board_model", "reference_workload", "board_model", "workload", "campaign_id")
+    REFERENCE_ID_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
+    reference_id: str
+    reference_board_model: str
+    reference_workload: str
+    board_model: str
+    workload: str
+    campaign_id: str
+    def __init__(self, reference_id: _Optional[str] = ..., reference_board_model: _Optional[str] = ..., reference_workload: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., campaign_id: _Optional[str] = ...) -> None: ...
+
+class ListModelsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListModelsResponse(_message.Message):
+    __slots__ = ("models",)
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    models: _containers.RepeatedCompositeFieldContainer[ModelInfo]
+    def __init__(self, models: _Optional[_Iterable[_Union[ModelInfo, _Mapping]]] = ...) -> None: ...
+
+class GetModelRequest(_message.Message):
+    __slots__ = ("model_id",)
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    def __init__(self, model_id: _Optional[str] = ...) -> None: ...
+
+class PredictRequest(_message.Message):
+    __slots__ = ("board_model", "workload", "model_id", "grid", "pareto_only")
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    GRID_FIELD_NUMBER: _ClassVar[int]
+    PARETO_ONLY_FIELD_NUMBER: _ClassVar[int]
+    board_model: str
+    workload: str
+    model_id: str
+    grid: str
+    pareto_only: bool
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., model_id: _Optional[str] = ..., grid: _Optional[str] = ..., pareto_only: _Optional[bool] = ...) -> None: ...
+
+class Prediction(_message.Message):
+    __slots__ = ("mode", "time_ms", "power_w", "pareto")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    POWER_W_FIELD_NUMBER: _ClassVar[int]
+    PARETO_FIELD_NUMBER: _ClassVar[int]
+    mode: _common_pb2.PowerMode
+    time_ms: float
+    power_w: float
+    pareto: bool
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., time_ms: _Optional[float] = ..., power_w: _Optional[float] = ..., pareto: _Optional[bool] = ...) -> None: ...
+
+class PredictResponse(_message.Message):
+    __slots__ = ("model_id", "predictions", "pareto_size")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    PREDICTIONS_FIELD_NUMBER: _ClassVar[int]
+    PARETO_SIZE_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    predictions: _containers.RepeatedCompositeFieldContainer[Prediction]
+    pareto_size: int
+    def __init__(self, model_id: _Optional[str] = ..., predictions: _Optional[_Iterable[_Union[Prediction, _Mapping]]] = ..., pareto_size: _Optional[int] = ...) -> None: ...
+
+class OptimizeRequest(_message.Message):
+    __slots__ = ("device_id", "board_model", "workload", "model_id", "power_budget_w", "deadline_s", "min_energy", "minibatches_per_epoch", "apply", "verify_minibatches", "refine")
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    POWER_BUDGET_W_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_S_FIELD_NUMBER: _ClassVar[int]
+    MIN_ENERGY_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    APPLY_FIELD_NUMBER: _ClassVar[int]
+    VERIFY_MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    REFINE_FIELD_NUMBER: _ClassVar[int]
+    device_id: str
+    board_model: str
+    workload: str
+    model_id: str
+    power_budget_w: float
+    deadline_s: float
+    min_energy: bool
+    minibatches_per_epoch: int
+    apply: bool
+    verify_minibatches: int
+    refine: bool
+    def __init__(self, device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., model_id: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: _Optional[bool] = ..., minibatches_per_epoch: _Optional[int] = ..., apply: _Optional[bool] = ..., verify_minibatches: _Optional[int] = ..., refine: _Optional[bool] = ...) -> None: ...
+
+class Applied(_message.Message):
+    __slots__ = ("device_id", "confirmed", "observed_time_ms", "observed_power_w", "time_error_pct", "power_error_pct", "decision_id")
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMED_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_POWER_W_FIELD_NUMBER: _ClassVar[int]
+    TIME_ERROR_PCT_FIELD_NUMBER: _ClassVar[int]
+    POWER_ERROR_PCT_FIELD_NUMBER: _ClassVar[int]
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    device_id: str
+    confirmed: _common_pb2.PowerMode
+    observed_time_ms: float
+    observed_power_w: float
+    time_error_pct: float
+    power_error_pct: float
+    decision_id: str
+    def __init__(self, device_id: _Optional[str] = ..., confirmed: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., time_error_pct: _Optional[float] = ..., power_error_pct: _Optional[float] = ..., decision_id: _Optional[str] = ...) -> None: ...
+
+class OptimizeResponse(_message.Message):
+    __slots__ = ("model_id", "goal", "mode", "mode_name", "predicted_time_ms", "predicted_power_w", "epoch_s", "energy_per_epoch_j", "applied")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    GOAL_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    MODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_POWER_W_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_S_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_PER_EPOCH_J_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    goal: str
+    mode: _common_pb2.PowerMode
+    mode_name: str
+    predicted_time_ms: float
+    predicted_power_w: float
+    epoch_s: float
+    energy_per_epoch_j: float
+    applied: _containers.RepeatedCompositeFieldContainer[Applied]
+    def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ...) -> None: ...

@@ -85,6 +85,36 @@ class OperatorStub:
                 request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesRequest.SerializeToString,
                 response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesResponse.FromString,
                 _registered_method=True)
+        self.TrainReference = channel.unary_unary(
+                '/jetfleet.v1.Operator/TrainReference',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.TrainReferenceRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.FromString,
+                _registered_method=True)
+        self.TransferModel = channel.unary_unary(
+                '/jetfleet.v1.Operator/TransferModel',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.TransferModelRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.FromString,
+                _registered_method=True)
+        self.ListModels = channel.unary_unary(
+                '/jetfleet.v1.Operator/ListModels',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListModelsRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListModelsResponse.FromString,
+                _registered_method=True)
+        self.GetModel = channel.unary_unary(
+                '/jetfleet.v1.Operator/GetModel',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetModelRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.FromString,
+                _registered_method=True)
+        self.Predict = channel.unary_unary(
+                '/jetfleet.v1.Operator/Predict',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.PredictRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.PredictResponse.FromString,
+                _registered_method=True)
+        self.Optimize = channel.unary_unary(
+                '/jetfleet.v1.Operator/Optimize',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.OptimizeRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.OptimizeResponse.FromString,
+                _registered_method=True)
 
 
 class OperatorServicer:
@@ -151,6 +181,43 @@ class OperatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TrainReference(self, request, context):
+        """PowerTrain: prediction models, predictions, Pareto front, choices.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TransferModel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListModels(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetModel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Predict(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Optimize(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OperatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -203,6 +270,36 @@ def add_OperatorServicer_to_server(servicer, server):
                     servicer.ImportProfiles,
                     request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesRequest.FromString,
                     response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesResponse.SerializeToString,
+            ),
+            'TrainReference': grpc.unary_unary_rpc_method_handler(
+                    servicer.TrainReference,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.TrainReferenceRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.SerializeToString,
+            ),
+            'TransferModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.TransferModel,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.TransferModelRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.SerializeToString,
+            ),
+            'ListModels': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListModels,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListModelsRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListModelsResponse.SerializeToString,
+            ),
+            'GetModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModel,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetModelRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.SerializeToString,
+            ),
+            'Predict': grpc.unary_unary_rpc_method_handler(
+                    servicer.Predict,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.PredictRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.PredictResponse.SerializeToString,
+            ),
+            'Optimize': grpc.unary_unary_rpc_method_handler(
+                    servicer.Optimize,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.OptimizeRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.OptimizeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -475,6 +572,168 @@ class Operator:
             '/jetfleet.v1.Operator/ImportProfiles',
             jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesRequest.SerializeToString,
             jetfleet_dot_shared_dot_proto_dot_operator__pb2.ImportProfilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TrainReference(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/TrainReference',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.TrainReferenceRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TransferModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/TransferModel',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.TransferModelRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListModels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/ListModels',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListModelsRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ListModelsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/GetModel',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetModelRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Predict(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/Predict',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.PredictRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.PredictResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Optimize(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jetfleet.v1.Operator/Optimize',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.OptimizeRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.OptimizeResponse.FromString,
             options,
             channel_credentials,
             insecure,
