@@ -57,6 +57,7 @@ characterise: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/boards.py
 	$(PY) bench/campaign.py
+	$(PY) bench/powertrain.py
 	$(PY) bench/fleet.py
 
 clean:

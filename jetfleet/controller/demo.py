@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from jetfleet.controller.client import OperatorClient
 from jetfleet.controller.config import ControllerConfig
@@ -41,8 +43,6 @@ def _client_story(address: str, say: Callable[[str], None]) -> None:
 
 
 def _campaign_story(address: str, say: Callable[[str], None]) -> None:
-    import time
-
     with OperatorClient(address) as c:
         say("\n== 6. Reference campaign: resnet18 on the emulated AGX Orin, PowerTrain's 4,368-mode grid "
             "(jetfleet profile start --workload resnet18 --device agx-orin-0 --modes powertrain)")
@@ -68,12 +68,50 @@ def _campaign_story(address: str, say: Callable[[str], None]) -> None:
     say("   every raw sample is stored; export with: jetfleet profiles export --board-model agx-orin")
 
 
+def _powertrain_story(address: str, say: Callable[[str], None], plot: Path) -> None:
+    from jetfleet.controller.powertrain.report import plot_front
+    from jetfleet.shared.proto import operator_pb2 as op
+
+    with OperatorClient(address, timeout_s=600) as c:
+        say("\n== 7. Reference models from that campaign (jetfleet model train-reference --board-model agx-orin "
+            "--workload resnet18)")
+        ref = c.call("TrainReference", op.TrainReferenceRequest(board_model="agx-orin", workload="resnet18"))
+        say(f"   {ref.model_id}: {ref.training_modes} modes, validation MAPE time "
+            f"{ref.metrics['time_val_mape_pct']:.1f}%, power {ref.metrics['power_val_mape_pct']:.1f}%, "
+            f"{ref.metrics['fit_s']:.0f} s")
+        say("\n== 8. A new workload on another board: 50 random modes of mobilenet_v3 on the emulated AGX Xavier "
+            "(of its 29,232)")
+        camp = c.create_campaign(workload="mobilenet_v3", device_id="agx-xavier-1", modes="random:50", seed=3)
+        while camp.status == "running":
+            time.sleep(0.3)
+            camp = c.get_campaign(camp.campaign_id)
+        say(f"   {camp.done} modes profiled")
+        tr = c.call("TransferModel", op.TransferModelRequest(reference_id=ref.model_id, board_model="agx-xavier",
+                                                             workload="mobilenet_v3"))
+        say(f"   transferred: {tr.model_id} (fit on its {tr.training_modes} modes: time "
+            f"{tr.metrics['time_fit_mape_pct']:.1f}%, power {tr.metrics['power_fit_mape_pct']:.1f}%; from scratch "
+            f"{tr.metrics['scratch_time_fit_mape_pct']:.1f}% / {tr.metrics['scratch_power_fit_mape_pct']:.1f}%)")
+        pred = c.call("Predict", op.PredictRequest(board_model="agx-xavier", workload="mobilenet_v3"))
+        rows = [{"time_ms": p.time_ms, "power_w": p.power_w, "pareto": p.pareto} for p in pred.predictions]
+        plot_front(rows, plot, f"mobilenet_v3 on agx-xavier, predicted ({tr.model_id})")
+        say(f"   predicted all {len(rows)} modes; Pareto front of {pred.pareto_size} modes plotted to {plot}")
+        say("\n== 9. Fastest mode under 30 W, applied and verified (jetfleet optimize agx-xavier-1 --workload "
+            "mobilenet_v3 --power-budget 30W --apply)")
+        r = c.call("Optimize", op.OptimizeRequest(device_id="agx-xavier-1", workload="mobilenet_v3",
+                                                  power_budget_w=30, apply=True))
+        say(f"   chosen {mode_text(r.mode)}: predicted {r.predicted_time_ms:.1f} ms/minibatch at {r.predicted_power_w:.2f} W")
+        for a in r.applied:
+            say(f"   {a.device_id} confirms {mode_text(a.confirmed)}; observed {a.observed_time_ms:.1f} ms at "
+                f"{a.observed_power_w:.2f} W -> prediction off by {a.time_error_pct:+.1f}% time, "
+                f"{a.power_error_pct:+.1f}% power")
+
+
 def _twin_story(say: Callable[[str], None]) -> None:
     from jetfleet.agent.device.emulated import EmulatedBoard
     from jetfleet.agent.measure import measure_on_twin
     from jetfleet.shared.catalog import get_catalog
 
-    say("\n== 7. What a training minibatch costs in NVIDIA's presets (jetfleet twin measure), AGX Orin")
+    say("\n== 10. What a training minibatch costs in NVIDIA's presets (jetfleet twin measure), AGX Orin")
     cat = get_catalog("agx-orin")
     board = EmulatedBoard("agx-orin", 0)
     for w in ("resnet18", "mobilenet_v3"):
@@ -94,6 +132,7 @@ async def run_demo(say: Callable[[str], None] = print) -> None:
             say(f"   controller on {lab.address}, store {data_dir}/jetfleet.db")
             await asyncio.to_thread(_client_story, lab.address, say)
             await asyncio.to_thread(_campaign_story, lab.address, say)
+            await asyncio.to_thread(_powertrain_story, lab.address, say, Path("demo-pareto.png").resolve())
         finally:
             await lab.stop()
     _twin_story(say)

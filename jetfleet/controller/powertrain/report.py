@@ -157,6 +157,14 @@ def run_report(out: Path, *, repeats: int = 10, quick: bool = False,
             say(f"transfer resnet18@agx-orin -> {w}@{board}")
             pt, nn = _fmt(score_transfer(refs["resnet18"], twin_truth(board, w, seed=2), 50, repeats))
             md.append(f"| {w} on {board} | {pt} | {nn} | {PUBLISHED_BOARDS[(board, w)]} |")
+    md.append("\n## Which modes to profile: random vs spread vs uncertainty (resnet18 -> mobilenet_v3, AGX Orin)\n")
+    md.append("| strategy | k = 25 | k = 50 |\n|---|---|---|")
+    for strategy in ("random", "spread") if quick else ("random", "spread", "uncertain"):
+        cells = []
+        for k in (25, 50):
+            say(f"selection {strategy} k={k}")
+            cells.append(_fmt(score_transfer(refs["resnet18"], truth["mobilenet_v3"], k, repeats, strategy))[0])
+        md.append(f"| {strategy} | " + " | ".join(cells) + " |")
     md.append("\n## Choosing a mode: fastest under a power budget, 17–50 W in 1 W steps (AGX Orin, k = 50)\n")
     md.append("Median time penalty % vs the true optimum; share of choices whose observed power is over the budget "
               "(A/L) and over by more than 1 W (A/L+1). PT = PowerTrain, NN = from scratch on the same 50 modes, "
