@@ -55,6 +55,7 @@ def test_make_demo_story_runs():
     assert "agx-xavier-1   asked MODE_15W             confirms 4/1190.4/675.75/1331.2" in r.output
     assert "INVALID_ARGUMENT: cpu_mhz=2200" in r.output and "NOT_FOUND: unknown device 'tx2-9'" in r.output
     assert r.output.count("ms/minibatch") == 8 and "4368 measured, 0 failed" in r.output
+    assert "predicted all 29232 modes" in r.output and "agx-xavier-1 confirms" in r.output
 
 
 def test_controller_killed_and_restarted_agents_reconnect_and_nothing_acknowledged_is_lost(tmp_path):
