@@ -236,9 +236,14 @@ class CampaignManager:
                 state.status = "failed"
                 self.metrics.campaign_modes.labels(run.rec.workload, "failed").inc()
             await asyncio.to_thread(self.store.set_mode_state, run.rec.campaign_id, state)
-        except Exception:
+        except Exception as e:  # a bug or a corrupt result: count it like a board error, never loop forever
             log.exception("campaign %s mode %s on %s", run.rec.campaign_id, mode, device)
             state.attempts += 1
+            state.error = f"{device}: internal error: {type(e).__name__}"
+            run.errors.appendleft(f"{mode} {state.error}")
+            if state.attempts >= MAX_ATTEMPTS:
+                state.status = "failed"
+            await asyncio.to_thread(self.store.set_mode_state, run.rec.campaign_id, state)
         finally:
             run.in_flight.pop(mode, None)
             self._busy.discard(device)
