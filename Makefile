@@ -17,14 +17,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Real servers for the tests (Redis; Prometheus from the observability work). Installed with apt
-# when missing and we are root (CI); otherwise the tests that need them skip and say why.
+# Real servers for the tests (redis-server, prometheus + promtool). Installed with apt when missing
+# and we are root (CI); otherwise the tests that need them skip and say why. Installing the Debian
+# package does not leave a server running that the tests rely on: fixtures start their own.
 system-deps:
-	@if ! command -v redis-server >/dev/null 2>&1; then \
+	@missing=""; command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v prometheus >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) \
-	      || echo "warning: could not install redis-server; Redis tests will skip"; \
-	  else echo "note: redis-server not installed; Redis tests will skip"; fi; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null) \
+	      || echo "warning: could not install$$missing; the tests that need them will skip"; \
+	  else echo "note:$$missing not installed; the tests that need them will skip"; fi; \
 	fi
 
 demo: $(STAMP)
@@ -58,6 +61,7 @@ bench: $(STAMP)
 	$(PY) bench/boards.py
 	$(PY) bench/campaign.py
 	$(PY) bench/powertrain.py
+	$(PY) bench/metrics.py
 	$(PY) bench/fleet.py
 
 clean:

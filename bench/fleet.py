@@ -57,8 +57,13 @@ def rss_mib(pid: int) -> float:
     return int(m.group(1)) / 1024 if m else float("nan")
 
 
+LAST_SCRAPE: dict[str, float] = {}
+
+
 def scrape_samples(metrics_port: int) -> float:
+    t = time.perf_counter()
     text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+    LAST_SCRAPE.update(ms=(time.perf_counter() - t) * 1e3, bytes=len(text))
     m = re.search(r"^jetfleet_telemetry_samples_total ([0-9.e+]+)$", text, re.M)
     return float(m.group(1)) if m else 0.0
 
@@ -107,7 +112,8 @@ def bench(n: int, window_s: float, mode_sets: int) -> None:
             print(f"N={n:5d}  online {online}/{n} after {connect_s:5.1f} s  ingest {rate:8.0f} samples/s"
                   f" (expected {n * 10})  mode set p50 {statistics.median(lat):6.1f} ms  "
                   f"p99 {lat[int(0.99 * (len(lat) - 1))]:6.1f} ms  controller CPU {(c1 - c0) / (w1 - w0) * 100:5.1f} %"
-                  f"  RSS {rss_mib(ctl.pid):6.1f} MiB", flush=True)
+                  f"  RSS {rss_mib(ctl.pid):6.1f} MiB  /metrics {LAST_SCRAPE['bytes'] / 1024:.0f} KiB in "
+                  f"{LAST_SCRAPE['ms']:.0f} ms", flush=True)
         finally:
             assert agents.stdin is not None
             agents.stdin.close()

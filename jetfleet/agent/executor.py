@@ -9,8 +9,10 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 from jetfleet.agent.device.base import Device
+from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.profiler import ProfileRequest, profile
 from jetfleet.agent.workloads.registry import check_run_args, get_workload
 from jetfleet.shared.convert import check_name, mode_from_pb, mode_to_pb, sample_to_pb
@@ -26,8 +28,9 @@ class Cancelled(JetfleetError):
 
 
 class CommandExecutor:
-    def __init__(self, device: Device, *, remembered: int = 512) -> None:
+    def __init__(self, device: Device, *, remembered: int = 512, metrics: AgentMetrics | None = None) -> None:
         self.device = device
+        self.metrics = metrics
         self.catalog = device.describe().catalog
         self._results: OrderedDict[str, agent_pb2.CommandResult] = OrderedDict()
         self._running: dict[str, asyncio.Task[agent_pb2.CommandResult]] = {}
@@ -87,7 +90,10 @@ class CommandExecutor:
             async with self._device_lock:
                 if kind == "set_mode":
                     mode = mode_from_pb(cmd.set_mode.mode)
-                    out.confirmed_mode.CopyFrom(mode_to_pb(await asyncio.to_thread(self.device.apply_mode, mode)))
+                    confirmed = await asyncio.to_thread(self.device.apply_mode, mode)
+                    out.confirmed_mode.CopyFrom(mode_to_pb(confirmed))
+                    if self.metrics:
+                        self.metrics.set_mode(confirmed)
                 elif kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
                 elif kind == "run_profile":
@@ -108,18 +114,31 @@ class CommandExecutor:
                               r.warmup_s if r.HasField("warmup_s") else None, r.sample_interval_s or 0.1)
 
     async def _profile(self, cmd: agent_pb2.Command) -> agent_pb2.ProfileResult:
-        p = await asyncio.to_thread(profile, self.device, self._profile_request(cmd))
+        req = self._profile_request(cmd)
+        p = await asyncio.to_thread(profile, self.device, req, self._observer(req.workload))
+        if self.metrics:
+            self.metrics.set_mode(p.mode)
         return agent_pb2.ProfileResult(workload=p.workload, mode=mode_to_pb(p.mode),
                                        minibatch_times_s=p.minibatch_times_s,
                                        power=[sample_to_pb(s) for s in p.power],
                                        steady_state_found=p.steady_state_found,
                                        window_start_s=p.window_start_s, window_end_s=p.window_end_s)
 
+    def _observer(self, workload: str) -> Callable[[int, float], None] | None:
+        metrics = self.metrics
+        if metrics is None:
+            return None
+        return lambda i, t: metrics.observe_minibatch(workload, t)
+
     async def _train(self, cmd: agent_pb2.Command) -> agent_pb2.TrainingResult:
         r = cmd.run_training
         ev = self._cancel[cmd.command_id] = threading.Event()
 
+        observe = self._observer(r.workload)
+
         def on_minibatch(i: int, t: float) -> None:
+            if observe:
+                observe(i, t)
             if ev.is_set():
                 raise Cancelled(f"training cancelled after {i + 1} minibatches", field="command_id")
 

@@ -14,6 +14,7 @@ import grpc
 from jetfleet.agent.config import AgentConfig
 from jetfleet.agent.device.base import Device, TelemetrySample
 from jetfleet.agent.executor import CommandExecutor
+from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.workloads.registry import WORKLOADS
 from jetfleet.shared.backoff import backoff_delay_s
 from jetfleet.shared.convert import catalog_to_pb, mode_to_pb, sample_to_pb
@@ -28,12 +29,15 @@ _EOF = grpc.aio.EOF  # type: ignore[attr-defined]  # exported at run time, missi
 
 class AgentLink:
     def __init__(self, device: Device, config: AgentConfig, *, rng: random.Random | None = None,
-                 on_sample: Callable[[TelemetrySample], None] | None = None) -> None:
+                 on_sample: Callable[[TelemetrySample], None] | None = None, metrics: AgentMetrics | None = None,
+                 metrics_port: int = 0) -> None:
         self.device = device
         self.config = config
         self.info = device.describe()
         self.device_id = config.device_id or f"{self.info.model}-{self.info.serial}"
-        self.executor = CommandExecutor(device, remembered=config.remembered_results)
+        self.metrics = metrics
+        self.metrics_port = metrics_port
+        self.executor = CommandExecutor(device, remembered=config.remembered_results, metrics=metrics)
         self.buffer: deque[TelemetrySample] = deque(maxlen=config.max_buffer_samples)
         self.dropped = 0
         self.rng = rng or random.Random()
@@ -63,6 +67,8 @@ class AgentLink:
                 self.buffer.append(s)
                 if self.on_sample:
                     self.on_sample(s)
+                if self.metrics:
+                    self.metrics.observe(s)
             except JetfleetError as e:
                 log.warning("telemetry sample failed: %s", e.message)
             next_t += self.config.sample_interval_s
@@ -106,7 +112,7 @@ class AgentLink:
                                      emulated=self.info.emulated, workloads=sorted(WORKLOADS))
         return agent_pb2.AgentMessage(hello=agent_pb2.Hello(board=board, current_mode=mode_to_pb(mode),  # type: ignore[arg-type]
                                                             agent_version=self.info.software.get("jetfleet", ""),
-                                                            protocol=PROTOCOL))
+                                                            protocol=PROTOCOL, metrics_port=self.metrics_port))
 
     async def _session(self, stop: asyncio.Event) -> None:
         outq: asyncio.Queue[agent_pb2.AgentMessage | None] = asyncio.Queue()
@@ -178,6 +184,8 @@ class AgentLink:
     async def _heartbeat_loop(self, outq: asyncio.Queue[agent_pb2.AgentMessage | None]) -> None:
         while True:
             mode = await self._call(self.device.read_mode)
+            if self.metrics:
+                self.metrics.set_mode(mode)  # type: ignore[arg-type]
             outq.put_nowait(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat(
                 t_s=self.device.now_s(), current_mode=mode_to_pb(mode),  # type: ignore[arg-type]
                 busy_command_id=self.executor.busy)))

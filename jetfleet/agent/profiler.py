@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jetfleet.agent.device.base import Device, TelemetrySample
@@ -114,7 +114,8 @@ class _BoardClockRecorder:
         return self.device.trace(self.t0, self.device.now_s(), self.interval_s)  # type: ignore[attr-defined, no-any-return]
 
 
-def profile(device: Device, req: ProfileRequest) -> Profile:
+def profile(device: Device, req: ProfileRequest,
+            observer: Callable[[int, float], object] | None = None) -> Profile:
     req.check()
     confirmed = device.apply_mode(req.mode)
     emulated = device.describe().emulated
@@ -124,6 +125,8 @@ def profile(device: Device, req: ProfileRequest) -> Profile:
     warm = [0]
 
     def on_minibatch(i: int, t: float) -> bool:
+        if observer is not None:
+            observer(i, t)
         if elapsed[0] < warmup_s:
             warm[0] = i + 1
         elapsed[0] += t

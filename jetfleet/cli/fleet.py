@@ -90,29 +90,19 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed: f
                          metrics_port=metrics_port)
 
     async def main(stop: asyncio.Event) -> None:
-        link = AgentLink(device, config, on_sample=_agent_metrics(metrics_port, device))
-        click.echo(f"agent {link.device_id} ({link.info.model}) dialling {config.controller}")
+        metrics, port = None, 0
+        if metrics_port is not None:
+            from jetfleet.agent.metrics import AgentMetrics, serve
+
+            metrics = AgentMetrics(device.describe().catalog)
+            server, _ = serve(metrics, metrics_port, addr="0.0.0.0")
+            port = int(server.server_address[1])
+        link = AgentLink(device, config, metrics=metrics, metrics_port=port)
+        click.echo(f"agent {link.device_id} ({link.info.model}) dialling {config.controller}"
+                   + (f", metrics on :{port}" if port else ""))
         await link.run(stop)
 
     run_until_signalled(main)
-
-
-def _agent_metrics(port: int | None, device: Any) -> Any:
-    if port is None:
-        return None
-    from prometheus_client import CollectorRegistry, Gauge, start_http_server
-
-    reg = CollectorRegistry()
-    power = Gauge("jetfleet_agent_power_watts", "Power per rail", ["rail"], registry=reg)
-    total = Gauge("jetfleet_agent_board_power_watts", "Board power", registry=reg)
-    start_http_server(port, registry=reg)
-
-    def update(sample: Any) -> None:
-        for rail, w in sample.rails_w.items():
-            power.labels(rail).set(w)
-        total.set(sample.total_w)
-
-    return update
 
 
 @click.group("lab")
@@ -141,12 +131,16 @@ def lab_up(listen: str, data_dir: str, boards: str, speed: float, metrics_port: 
     config = ControllerConfig(listen=listen, store=str(Path(data_dir).expanduser()), metrics_port=metrics_port)
 
     async def main(stop: asyncio.Event) -> None:
-        lab = Lab(config, models, speed=speed)
+        lab = Lab(config, models, speed=speed, agent_metrics=metrics_port is not None)
         await lab.start()
         await lab.wait_online()
         click.echo(f"lab up on {lab.address} with {len(models)} emulated boards: "
                    f"{', '.join(a.device_id for a in lab.agents)}")
         click.echo(f"try: JETFLEET_CONTROLLER={lab.address} jetfleet devices ls")
+        if metrics_port is not None:
+            ports = ", ".join(f"{a.device_id} :{a.metrics_port}" for a in lab.agents)
+            click.echo(f"metrics: controller :{metrics_port}; agents {ports} "
+                       f"(jetfleet prometheus targets --out FILE lists them for Prometheus)")
         await stop.wait()
         await lab.stop()
 

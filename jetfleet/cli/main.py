@@ -8,6 +8,7 @@ import click
 
 from jetfleet.cli.boards import modes_cmd, twin_group
 from jetfleet.cli.fleet import agent_group, controller_group, devices_group, lab_group, mode_group, telemetry_group
+from jetfleet.cli.observe import prometheus_group
 from jetfleet.cli.powertrain import eval_group, model_group, optimize, pareto, predict
 from jetfleet.cli.profiling import profile_group, profiles_group
 
@@ -24,5 +25,5 @@ def cli(verbose: int) -> None:
 cli.add_command(modes_cmd)
 cli.add_command(twin_group)
 for group in (controller_group, agent_group, lab_group, devices_group, mode_group, telemetry_group, profile_group,
-              profiles_group, model_group, predict, pareto, optimize, eval_group):
+              profiles_group, model_group, predict, pareto, optimize, eval_group, prometheus_group):
     cli.add_command(group)

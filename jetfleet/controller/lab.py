@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from jetfleet.agent.config import AgentConfig
 from jetfleet.agent.device.emulated import EmulatedBoard
 from jetfleet.agent.link import AgentLink
+from jetfleet.agent.metrics import AgentMetrics, serve
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.server import Controller
 
@@ -23,7 +24,10 @@ class FakeAgent:
 
     board: EmulatedBoard
     config: AgentConfig
+    with_metrics: bool = False
     link: AgentLink | None = None
+    metrics: AgentMetrics | None = None
+    metrics_port: int = 0
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
 
@@ -32,8 +36,12 @@ class FakeAgent:
         return self.config.device_id
 
     def start(self) -> None:
+        if self.with_metrics and self.metrics is None:  # one endpoint per board, kept across restarts
+            self.metrics = AgentMetrics(self.board.catalog)
+            server, _ = serve(self.metrics, 0)
+            self.metrics_port = int(server.server_address[1])
         self.stop_event = asyncio.Event()
-        self.link = AgentLink(self.board, self.config)
+        self.link = AgentLink(self.board, self.config, metrics=self.metrics, metrics_port=self.metrics_port)
         self.task = asyncio.create_task(self.link.run(self.stop_event))
 
     async def stop(self) -> None:
@@ -45,7 +53,8 @@ class FakeAgent:
 
 class Lab:
     def __init__(self, config: ControllerConfig, boards: list[str], *, agent_config: AgentConfig | None = None,
-                 speed: float = math.inf, seed: int = 0) -> None:
+                 speed: float = math.inf, seed: int = 0, agent_metrics: bool = False) -> None:
+        self.agent_metrics = agent_metrics
         self.config = config
         self.agent_config = agent_config or AgentConfig()
         self.boards = boards
@@ -76,7 +85,7 @@ class Lab:
         seed = self.seed + len(self.agents) if seed is None else seed
         board = EmulatedBoard(model, seed, speed=self.speed)
         cfg = replace(self.agent_config, controller=self.address, device_id=device_id or f"{model}-{seed}")
-        agent = FakeAgent(board, cfg)
+        agent = FakeAgent(board, cfg, with_metrics=self.agent_metrics)
         agent.start()
         self.agents.append(agent)
         return agent

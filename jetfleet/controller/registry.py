@@ -47,6 +47,7 @@ class LiveDevice:
     catalog: Catalog
     window: deque[common_pb2.TelemetrySample]
     session: Session | None = None
+    metrics_address: str = ""   # HOST:PORT of the agent's /metrics (peer host as seen here), "" = none
     last_telemetry: common_pb2.TelemetrySample | None = None
     watchers: set[asyncio.Queue[common_pb2.TelemetrySample | None]] = field(default_factory=set)
 
@@ -72,7 +73,7 @@ class Fleet:
         return deque(maxlen=self.config.telemetry_window)
 
     # --- sessions --------------------------------------------------------------------------------
-    async def attach(self, hello: agent_pb2.Hello) -> Session:
+    async def attach(self, hello: agent_pb2.Hello, peer_host: str = "") -> Session:
         board = hello.board
         device_id = check_name(board.device_id, "hello.board.device_id")
         check_name(board.serial, "hello.board.serial")
@@ -97,6 +98,8 @@ class Fleet:
         if live.session is not None:  # the same board reconnecting: the old stream is dead
             live.session.close()
         live.session = Session(uuid.uuid4().hex, device_id, board.serial, asyncio.Queue(), self.clock())
+        host = f"[{peer_host}]" if ":" in peer_host else peer_host
+        live.metrics_address = f"{host}:{hello.metrics_port}" if hello.metrics_port and peer_host else ""
         self._update_gauges()
         log.info("board %s (%s, serial %s) online", device_id, catalog.model, board.serial)
         return live.session

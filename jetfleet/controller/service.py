@@ -27,7 +27,8 @@ class OperatorService:
         msg = operator_pb2.Device(
             device_id=d.record.device_id, model=d.record.model, serial=d.record.serial, online=d.online,
             last_seen_s=self.fleet.wall() if d.online else d.record.last_seen_s, software=d.record.software,
-            emulated=d.record.emulated, first_seen_s=d.record.first_seen_s)
+            emulated=d.record.emulated, first_seen_s=d.record.first_seen_s,
+            metrics_address=d.metrics_address if d.online else "")
         if d.record.current_mode:
             mode = d.catalog.parse_mode(d.record.current_mode)
             msg.current_mode.CopyFrom(mode_to_pb(mode))

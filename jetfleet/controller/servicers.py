@@ -26,7 +26,7 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
         it = request_iterator.__aiter__()
         try:
             first = await it.__anext__()
-            session = await self.sessions.open(first)
+            session = await self.sessions.open(first, context.peer())
         except StopAsyncIteration:
             return
         except JetfleetError as e:

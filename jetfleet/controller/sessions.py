@@ -15,17 +15,27 @@ log = logging.getLogger(__name__)
 PROTOCOL = 1
 
 
+def peer_host(peer: str) -> str:
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rsplit(":", 1)[0]
+    if kind == "ipv6":
+        return rest.rsplit(":", 1)[0].strip("[]")
+    return ""
+
+
 class AgentSessions:
     def __init__(self, fleet: Fleet, router: CommandRouter) -> None:
         self.fleet, self.router = fleet, router
 
-    async def open(self, first: agent_pb2.AgentMessage) -> Session:
+    async def open(self, first: agent_pb2.AgentMessage, peer: str = "") -> Session:
+        """``peer`` is gRPC's peer string (ipv4:1.2.3.4:5678, ipv6:[::1]:5678)."""
         if first.WhichOneof("kind") != "hello":
             raise InvalidArgument("the first message of a session must be a hello", field="hello")
         if first.hello.protocol != PROTOCOL:
             raise InvalidArgument(f"protocol {first.hello.protocol} is not supported (this controller speaks "
                                   f"{PROTOCOL})", field="hello.protocol")
-        return await self.fleet.attach(first.hello)
+        return await self.fleet.attach(first.hello, peer_host(peer))
 
     def welcome(self, session: Session) -> agent_pb2.ControllerMessage:
         c = self.fleet.config

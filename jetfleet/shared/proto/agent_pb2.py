@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from jetfleet.shared.proto import common_pb2 as jetfleet_dot_shared_dot_proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!jetfleet/shared/proto/agent.proto\x12\x0bjetfleet.v1\x1a\"jetfleet/shared/proto/common.proto\"\xf0\x01\n\x0c\x41gentMessage\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.jetfleet.v1.HelloH\x00\x12+\n\theartbeat\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.HeartbeatH\x00\x12\x30\n\ttelemetry\x18\x03 \x01(\x0b\x32\x1b.jetfleet.v1.TelemetryBatchH\x00\x12&\n\x03\x61\x63k\x18\x04 \x01(\x0b\x32\x17.jetfleet.v1.CommandAckH\x00\x12,\n\x06result\x18\x05 \x01(\x0b\x32\x1a.jetfleet.v1.CommandResultH\x00\x42\x06\n\x04kind\"\x85\x01\n\x05Hello\x12%\n\x05\x62oard\x18\x01 \x01(\x0b\x32\x16.jetfleet.v1.BoardInfo\x12,\n\x0c\x63urrent_mode\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\x12\x15\n\ragent_version\x18\x03 \x01(\t\x12\x10\n\x08protocol\x18\x04 \x01(\r\"_\n\tHeartbeat\x12\x0b\n\x03t_s\x18\x01 \x01(\x01\x12,\n\x0c\x63urrent_mode\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\x12\x17\n\x0f\x62usy_command_id\x18\x03 \x01(\t\"P\n\x0eTelemetryBatch\x12-\n\x07samples\x18\x01 \x03(\x0b\x32\x1c.jetfleet.v1.TelemetrySample\x12\x0f\n\x07\x64ropped\x18\x02 \x01(\x04\"U\n\nCommandAck\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12!\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.jetfleet.v1.Error\"]\n\x0eTrainingResult\x12\x10\n\x08workload\x18\x01 \x01(\t\x12\x19\n\x11minibatch_times_s\x18\x02 \x03(\x01\x12\x0f\n\x07start_s\x18\x03 \x01(\x01\x12\r\n\x05\x65nd_s\x18\x04 \x01(\x01\"\xd9\x01\n\rProfileResult\x12\x10\n\x08workload\x18\x01 \x01(\t\x12$\n\x04mode\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\x12\x19\n\x11minibatch_times_s\x18\x03 \x03(\x01\x12+\n\x05power\x18\x04 \x03(\x0b\x32\x1c.jetfleet.v1.TelemetrySample\x12\x1a\n\x12steady_state_found\x18\x05 \x01(\x08\x12\x16\n\x0ewindow_start_s\x18\x06 \x01(\x01\x12\x14\n\x0cwindow_end_s\x18\x07 \x01(\x01\"\x81\x02\n\rCommandResult\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12!\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.jetfleet.v1.Error\x12\x30\n\x0e\x63onfirmed_mode\x18\x04 \x01(\x0b\x32\x16.jetfleet.v1.PowerModeH\x00\x12/\n\x08training\x18\x05 \x01(\x0b\x32\x1b.jetfleet.v1.TrainingResultH\x00\x12-\n\x07profile\x18\x06 \x01(\x0b\x32\x1a.jetfleet.v1.ProfileResultH\x00\x12\x13\n\tcancelled\x18\x07 \x01(\x08H\x00\x42\x06\n\x04kind\"\x94\x01\n\x11\x43ontrollerMessage\x12\'\n\x07welcome\x18\x01 \x01(\x0b\x32\x14.jetfleet.v1.WelcomeH\x00\x12\'\n\x07\x63ommand\x18\x02 \x01(\x0b\x32\x14.jetfleet.v1.CommandH\x00\x12%\n\x06notice\x18\x03 \x01(\x0b\x32\x13.jetfleet.v1.NoticeH\x00\x42\x06\n\x04kind\"t\n\x07Welcome\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1c\n\x14heartbeat_interval_s\x18\x02 \x01(\x01\x12\x1c\n\x14telemetry_interval_s\x18\x03 \x01(\x01\x12\x19\n\x11max_batch_samples\x18\x04 \x01(\r\"+\n\x06Notice\x12!\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x12.jetfleet.v1.Error\"/\n\x07SetMode\x12$\n\x04mode\x18\x01 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\"]\n\x0bRunTraining\x12\x10\n\x08workload\x18\x01 \x01(\t\x12\x13\n\x0bminibatches\x18\x02 \x01(\r\x12\x16\n\x0eminibatch_size\x18\x03 \x01(\r\x12\x0f\n\x07workers\x18\x04 \x01(\r\"\xc1\x01\n\nRunProfile\x12\x10\n\x08workload\x18\x01 \x01(\t\x12$\n\x04mode\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\x12\x13\n\x0bminibatches\x18\x03 \x01(\r\x12\x16\n\x0eminibatch_size\x18\x04 \x01(\r\x12\x0f\n\x07workers\x18\x05 \x01(\r\x12\x15\n\x08warmup_s\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x19\n\x11sample_interval_s\x18\x07 \x01(\x01\x42\x0b\n\t_warmup_s\"#\n\x06\x43\x61ncel\x12\x19\n\x11target_command_id\x18\x01 \x01(\t\"\xd8\x01\n\x07\x43ommand\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12(\n\x08set_mode\x18\x02 \x01(\x0b\x32\x14.jetfleet.v1.SetModeH\x00\x12\x30\n\x0crun_training\x18\x03 \x01(\x0b\x32\x18.jetfleet.v1.RunTrainingH\x00\x12.\n\x0brun_profile\x18\x04 \x01(\x0b\x32\x17.jetfleet.v1.RunProfileH\x00\x12%\n\x06\x63\x61ncel\x18\x05 \x01(\x0b\x32\x13.jetfleet.v1.CancelH\x00\x42\x06\n\x04kind2U\n\tAgentLink\x12H\n\x07Session\x12\x19.jetfleet.v1.AgentMessage\x1a\x1e.jetfleet.v1.ControllerMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!jetfleet/shared/proto/agent.proto\x12\x0bjetfleet.v1\x1a\"jetfleet/shared/proto/common.proto\"\xf0\x01\n\x0c\x41gentMessage\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.jetfleet.v1.HelloH\x00\x12+\n\theartbeat\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.HeartbeatH\x00\x12\x30\n\ttelemetry\x18\x03 \x01(\x0b\x32\x1b.jetfleet.v1.TelemetryBatchH\x00\x12&\n\x03\x61\x63k\x18\x04 \x01(\x0b\x32\x17.jetfleet.v1.CommandAckH\x00\x12,\n\x06result\x18\x05 \x01(\x0b\x32\x1a.jetfleet.v1.CommandResultH\x00\x42\x06\n\x04kind\"\x9b\x01\n\x05Hello\x12%\n\x05\x62oard\x18\x01 \x01(\x0b\x32\x16.jetfleet.v1.BoardInfo\x12,\n\x0c\x63urrent_mode\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\x12\x15\n\ragent_version\x18\x03 \x01(\t\x12\x10\n\x08protocol\x18\x04 \x01(\r\x12\x14\n\x0cmetrics_port\x18\x05 \x01(\r\"_\n\tHeartbeat\x12\x0b\n\x03t_s\x18\x01 \x01(\x01\x12,\n\x0c\x63urrent_mode\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\x12\x17\n\x0f\x62usy_command_id\x18\x03 \x01(\t\"P\n\x0eTelemetryBatch\x12-\n\x07samples\x18\x01 \x03(\x0b\x32\x1c.jetfleet.v1.TelemetrySample\x12\x0f\n\x07\x64ropped\x18\x02 \x01(\x04\"U\n\nCommandAck\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12!\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.jetfleet.v1.Error\"]\n\x0eTrainingResult\x12\x10\n\x08workload\x18\x01 \x01(\t\x12\x19\n\x11minibatch_times_s\x18\x02 \x03(\x01\x12\x0f\n\x07start_s\x18\x03 \x01(\x01\x12\r\n\x05\x65nd_s\x18\x04 \x01(\x01\"\xd9\x01\n\rProfileResult\x12\x10\n\x08workload\x18\x01 \x01(\t\x12$\n\x04mode\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\x12\x19\n\x11minibatch_times_s\x18\x03 \x03(\x01\x12+\n\x05power\x18\x04 \x03(\x0b\x32\x1c.jetfleet.v1.TelemetrySample\x12\x1a\n\x12steady_state_found\x18\x05 \x01(\x08\x12\x16\n\x0ewindow_start_s\x18\x06 \x01(\x01\x12\x14\n\x0cwindow_end_s\x18\x07 \x01(\x01\"\x81\x02\n\rCommandResult\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12!\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x12.jetfleet.v1.Error\x12\x30\n\x0e\x63onfirmed_mode\x18\x04 \x01(\x0b\x32\x16.jetfleet.v1.PowerModeH\x00\x12/\n\x08training\x18\x05 \x01(\x0b\x32\x1b.jetfleet.v1.TrainingResultH\x00\x12-\n\x07profile\x18\x06 \x01(\x0b\x32\x1a.jetfleet.v1.ProfileResultH\x00\x12\x13\n\tcancelled\x18\x07 \x01(\x08H\x00\x42\x06\n\x04kind\"\x94\x01\n\x11\x43ontrollerMessage\x12\'\n\x07welcome\x18\x01 \x01(\x0b\x32\x14.jetfleet.v1.WelcomeH\x00\x12\'\n\x07\x63ommand\x18\x02 \x01(\x0b\x32\x14.jetfleet.v1.CommandH\x00\x12%\n\x06notice\x18\x03 \x01(\x0b\x32\x13.jetfleet.v1.NoticeH\x00\x42\x06\n\x04kind\"t\n\x07Welcome\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x1c\n\x14heartbeat_interval_s\x18\x02 \x01(\x01\x12\x1c\n\x14telemetry_interval_s\x18\x03 \x01(\x01\x12\x19\n\x11max_batch_samples\x18\x04 \x01(\r\"+\n\x06Notice\x12!\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x12.jetfleet.v1.Error\"/\n\x07SetMode\x12$\n\x04mode\x18\x01 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\"]\n\x0bRunTraining\x12\x10\n\x08workload\x18\x01 \x01(\t\x12\x13\n\x0bminibatches\x18\x02 \x01(\r\x12\x16\n\x0eminibatch_size\x18\x03 \x01(\r\x12\x0f\n\x07workers\x18\x04 \x01(\r\"\xc1\x01\n\nRunProfile\x12\x10\n\x08workload\x18\x01 \x01(\t\x12$\n\x04mode\x18\x02 \x01(\x0b\x32\x16.jetfleet.v1.PowerMode\x12\x13\n\x0bminibatches\x18\x03 \x01(\r\x12\x16\n\x0eminibatch_size\x18\x04 \x01(\r\x12\x0f\n\x07workers\x18\x05 \x01(\r\x12\x15\n\x08warmup_s\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x19\n\x11sample_interval_s\x18\x07 \x01(\x01\x42\x0b\n\t_warmup_s\"#\n\x06\x43\x61ncel\x12\x19\n\x11target_command_id\x18\x01 \x01(\t\"\xd8\x01\n\x07\x43ommand\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12(\n\x08set_mode\x18\x02 \x01(\x0b\x32\x14.jetfleet.v1.SetModeH\x00\x12\x30\n\x0crun_training\x18\x03 \x01(\x0b\x32\x18.jetfleet.v1.RunTrainingH\x00\x12.\n\x0brun_profile\x18\x04 \x01(\x0b\x32\x17.jetfleet.v1.RunProfileH\x00\x12%\n\x06\x63\x61ncel\x18\x05 \x01(\x0b\x32\x13.jetfleet.v1.CancelH\x00\x42\x06\n\x04kind2U\n\tAgentLink\x12H\n\x07Session\x12\x19.jetfleet.v1.AgentMessage\x1a\x1e.jetfleet.v1.ControllerMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,35 +35,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_AGENTMESSAGE']._serialized_start=87
   _globals['_AGENTMESSAGE']._serialized_end=327
   _globals['_HELLO']._serialized_start=330
-  _globals['_HELLO']._serialized_end=463
-  _globals['_HEARTBEAT']._serialized_start=465
-  _globals['_HEARTBEAT']._serialized_end=560
-  _globals['_TELEMETRYBATCH']._serialized_start=562
-  _globals['_TELEMETRYBATCH']._serialized_end=642
-  _globals['_COMMANDACK']._serialized_start=644
-  _globals['_COMMANDACK']._serialized_end=729
-  _globals['_TRAININGRESULT']._serialized_start=731
-  _globals['_TRAININGRESULT']._serialized_end=824
-  _globals['_PROFILERESULT']._serialized_start=827
-  _globals['_PROFILERESULT']._serialized_end=1044
-  _globals['_COMMANDRESULT']._serialized_start=1047
-  _globals['_COMMANDRESULT']._serialized_end=1304
-  _globals['_CONTROLLERMESSAGE']._serialized_start=1307
-  _globals['_CONTROLLERMESSAGE']._serialized_end=1455
-  _globals['_WELCOME']._serialized_start=1457
-  _globals['_WELCOME']._serialized_end=1573
-  _globals['_NOTICE']._serialized_start=1575
-  _globals['_NOTICE']._serialized_end=1618
-  _globals['_SETMODE']._serialized_start=1620
-  _globals['_SETMODE']._serialized_end=1667
-  _globals['_RUNTRAINING']._serialized_start=1669
-  _globals['_RUNTRAINING']._serialized_end=1762
-  _globals['_RUNPROFILE']._serialized_start=1765
-  _globals['_RUNPROFILE']._serialized_end=1958
-  _globals['_CANCEL']._serialized_start=1960
-  _globals['_CANCEL']._serialized_end=1995
-  _globals['_COMMAND']._serialized_start=1998
-  _globals['_COMMAND']._serialized_end=2214
-  _globals['_AGENTLINK']._serialized_start=2216
-  _globals['_AGENTLINK']._serialized_end=2301
+  _globals['_HELLO']._serialized_end=485
+  _globals['_HEARTBEAT']._serialized_start=487
+  _globals['_HEARTBEAT']._serialized_end=582
+  _globals['_TELEMETRYBATCH']._serialized_start=584
+  _globals['_TELEMETRYBATCH']._serialized_end=664
+  _globals['_COMMANDACK']._serialized_start=666
+  _globals['_COMMANDACK']._serialized_end=751
+  _globals['_TRAININGRESULT']._serialized_start=753
+  _globals['_TRAININGRESULT']._serialized_end=846
+  _globals['_PROFILERESULT']._serialized_start=849
+  _globals['_PROFILERESULT']._serialized_end=1066
+  _globals['_COMMANDRESULT']._serialized_start=1069
+  _globals['_COMMANDRESULT']._serialized_end=1326
+  _globals['_CONTROLLERMESSAGE']._serialized_start=1329
+  _globals['_CONTROLLERMESSAGE']._serialized_end=1477
+  _globals['_WELCOME']._serialized_start=1479
+  _globals['_WELCOME']._serialized_end=1595
+  _globals['_NOTICE']._serialized_start=1597
+  _globals['_NOTICE']._serialized_end=1640
+  _globals['_SETMODE']._serialized_start=1642
+  _globals['_SETMODE']._serialized_end=1689
+  _globals['_RUNTRAINING']._serialized_start=1691
+  _globals['_RUNTRAINING']._serialized_end=1784
+  _globals['_RUNPROFILE']._serialized_start=1787
+  _globals['_RUNPROFILE']._serialized_end=1980
+  _globals['_CANCEL']._serialized_start=1982
+  _globals['_CANCEL']._serialized_end=2017
+  _globals['_COMMAND']._serialized_start=2020
+  _globals['_COMMAND']._serialized_end=2236
+  _globals['_AGENTLINK']._serialized_start=2238
+  _globals['_AGENTLINK']._serialized_end=2323
 # @@protoc_insertion_point(module_scope)

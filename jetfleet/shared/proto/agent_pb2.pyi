@@ -22,16 +22,18 @@ class AgentMessage(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., telemetry: _Optional[_Union[TelemetryBatch, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., result: _Optional[_Union[CommandResult, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("board", "current_mode", "agent_version", "protocol")
+    __slots__ = ("board", "current_mode", "agent_version", "protocol", "metrics_port")
     BOARD_FIELD_NUMBER: _ClassVar[int]
     CURRENT_MODE_FIELD_NUMBER: _ClassVar[int]
     AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    METRICS_PORT_FIELD_NUMBER: _ClassVar[int]
     board: _common_pb2.BoardInfo
     current_mode: _common_pb2.PowerMode
     agent_version: str
     protocol: int
-    def __init__(self, board: _Optional[_Union[_common_pb2.BoardInfo, _Mapping]] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., agent_version: _Optional[str] = ..., protocol: _Optional[int] = ...) -> None: ...
+    metrics_port: int
+    def __init__(self, board: _Optional[_Union[_common_pb2.BoardInfo, _Mapping]] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., agent_version: _Optional[str] = ..., protocol: _Optional[int] = ..., metrics_port: _Optional[int] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("t_s", "current_mode", "busy_command_id")

@@ -1,0 +1,65 @@
+"""Cost of the metrics endpoints: the agent's /metrics while telemetry updates it at 10 Hz, and the
+controller's /metrics with N boards' power relayed (default 1000). Prints scrape time and bytes."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jetfleet.agent.device.emulated import EmulatedBoard  # noqa: E402
+from jetfleet.agent.metrics import AgentMetrics, serve  # noqa: E402
+from jetfleet.controller.metrics import ControllerMetrics  # noqa: E402
+
+
+def scrape_stats(port: int, n: int = 200) -> tuple[float, float, int]:
+    times, size = [], 0
+    for _ in range(n):
+        t = time.perf_counter()
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+        times.append((time.perf_counter() - t) * 1e3)
+        size = len(body)
+    times.sort()
+    return statistics.median(times), times[int(0.99 * (len(times) - 1))], size
+
+
+def main() -> None:
+    board = EmulatedBoard("agx-orin", 0)
+    metrics = AgentMetrics(board.catalog)
+    metrics.set_mode(board.read_mode())
+    stop = threading.Event()
+
+    def feed() -> None:  # 10 Hz telemetry, and a workload's minibatches
+        while not stop.is_set():
+            metrics.observe(board.sample())
+            metrics.observe_minibatch("resnet18", 0.055)
+            stop.wait(0.1)
+
+    threading.Thread(target=feed, daemon=True).start()
+    server, _ = serve(metrics, 0)
+    time.sleep(0.5)
+    p50, p99, size = scrape_stats(int(server.server_address[1]))
+    print(f"agent /metrics at 10 Hz telemetry: {size} bytes, scrape p50 {p50:.2f} ms, p99 {p99:.2f} ms")
+    stop.set()
+    server.shutdown()
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    cm = ControllerMetrics()
+    for i in range(n):
+        cm.board_power.labels(f"bench-{i:04d}", ("agx-orin", "agx-xavier", "orin-nano")[i % 3]).set(20.0 + i % 30)
+    for model in ("agx-orin", "agx-xavier", "orin-nano"):
+        cm.agents.labels(model, "online").set(n // 3)
+    cm.telemetry_samples.inc(10 * n)
+    server, _ = serve(cm, 0)  # type: ignore[arg-type]  # same registry attribute
+    p50, p99, size = scrape_stats(int(server.server_address[1]), 100)
+    print(f"controller /metrics with {n} boards: {size} bytes ({size / n:.0f} per board), scrape p50 {p50:.1f} ms, "
+          f"p99 {p99:.1f} ms")
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
