@@ -8,14 +8,13 @@ import asyncio
 import base64
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.metrics import ControllerMetrics
-from jetfleet.controller.powertrain import nn as P
 from jetfleet.controller.powertrain.optimize import Predictions, choose, pareto_front
 from jetfleet.controller.registry import Fleet
 from jetfleet.controller.store import ProfileRecord
@@ -24,14 +23,25 @@ from jetfleet.shared.convert import mode_from_pb, mode_to_pb
 from jetfleet.shared.errors import InvalidArgument, NotFound
 from jetfleet.shared.proto import agent_pb2, operator_pb2
 
+if TYPE_CHECKING:
+    from jetfleet.controller.powertrain.nn import Net
 
-def _net_doc(net: P.Net) -> dict[str, Any]:
+
+def _torch() -> Any:
+    """torch loads with the first model operation, not with the controller (it costs ~150 MiB)."""
+    from jetfleet.controller.powertrain import nn
+
+    return nn
+
+
+def _net_doc(net: Net) -> dict[str, Any]:
     return {"weights": base64.b64encode(net.state_bytes()).decode(), "x_scaler": net.x_scaler.to_list(),
             "y_scaler": net.y_scaler.to_list()}
 
 
-def _net(doc: dict[str, Any]) -> P.Net:
-    return P.Net.from_state(base64.b64decode(doc["weights"]), P.Scaler.from_list(doc["x_scaler"]),
+def _net(doc: dict[str, Any]) -> Net:
+    P = _torch()  # noqa: N806
+    return P.Net.from_state(base64.b64decode(doc["weights"]), P.Scaler.from_list(doc["x_scaler"]),  # type: ignore[no-any-return]
                             P.Scaler.from_list(doc["y_scaler"]))
 
 
@@ -57,7 +67,7 @@ class ModelService:
         return modes, t, p
 
     def _save(self, kind: str, board_model: str, workload: str, parent: str, modes: list[PowerMode],
-              time_net: P.Net, power_net: P.Net, metrics: dict[str, float]) -> dict[str, Any]:
+              time_net: Net, power_net: Net, metrics: dict[str, float]) -> dict[str, Any]:
         version = 1 + sum(1 for d in self.store.list_docs("model")
                           if d["board_model"] == board_model and d["workload"] == workload)
         model_id = f"{kind[:3]}-{board_model}-{workload}-v{version}-{uuid.uuid4().hex[:6]}"
@@ -94,6 +104,7 @@ class ModelService:
     def _train_reference(self, req: operator_pb2.TrainReferenceRequest) -> dict[str, Any]:
         modes, t, p = self._profiles(req.board_model, req.workload, req.campaign_id)
         x = np.array([m.as_tuple() for m in modes], float)
+        P = _torch()  # noqa: N806
         start = time.perf_counter()
         epochs = req.epochs or 100
         if not 1 <= epochs <= 10_000:
@@ -112,6 +123,7 @@ class ModelService:
         ref = self.model_doc(req.reference_id, req.reference_board_model, req.reference_workload, "reference")
         modes, t, p = self._profiles(req.board_model, req.workload, req.campaign_id)
         x = np.array([m.as_tuple() for m in modes], float)
+        P = _torch()  # noqa: N806
         start = time.perf_counter()
         tn, pn = P.transfer(_net(ref["time"]), x, t), P.transfer(_net(ref["power"]), x, p)
         fit_s = time.perf_counter() - start
