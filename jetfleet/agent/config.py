@@ -17,3 +17,7 @@ class AgentConfig:
     backoff_max_s: float = 30.0
     remembered_results: int = 512       # command results kept for idempotent replies
     metrics_port: int | None = None
+    tls_ca: str = ""                    # the lab CA, this agent's certificate and key: mutual TLS
+    tls_cert: str = ""
+    tls_key: str = ""
+    insecure: bool = False              # allow plaintext to a non-loopback controller

@@ -18,8 +18,9 @@ from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.workloads.registry import WORKLOADS
 from jetfleet.shared.backoff import backoff_delay_s
 from jetfleet.shared.convert import catalog_to_pb, mode_to_pb, sample_to_pb
-from jetfleet.shared.errors import JetfleetError
+from jetfleet.shared.errors import InvalidArgument, JetfleetError
 from jetfleet.shared.grpc_errors import error_pb
+from jetfleet.shared.netutil import channel_credentials, is_loopback
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,14 @@ class AgentLink:
         self._batch_s = config.batch_interval_s
         self._heartbeat_s = config.heartbeat_interval_s
         self._max_batch = 2000
+        self._creds = channel_credentials(config.tls_ca, config.tls_cert, config.tls_key)
+        host = config.controller.rpartition(":")[0].strip("[]")
+        if self._creds is None and not is_loopback(host):
+            if not config.insecure:
+                raise InvalidArgument(f"plaintext to controller {config.controller} refused: give --tls-ca, --tls-cert "
+                                      "and --tls-key (see `jetfleet certs`), or --insecure on a trusted network",
+                                      field="controller")
+            log.warning("PLAINTEXT link to %s (--insecure)", config.controller)
         # The twin answers in microseconds; a real board reads sysfs, which may block.
         self._blocking = not getattr(device, "cheap_io", False)
 
@@ -126,7 +135,10 @@ class AgentLink:
                 yield msg
 
         opts = [("grpc.keepalive_time_ms", 20_000), ("grpc.max_receive_message_length", 4 * 1024 * 1024)]
-        async with grpc.aio.insecure_channel(self.config.controller, options=opts) as channel:
+        creds = self._creds
+        channel = (grpc.aio.secure_channel(self.config.controller, creds, options=opts) if creds is not None
+                   else grpc.aio.insecure_channel(self.config.controller, options=opts))
+        async with channel:
             call = agent_pb2_grpc.AgentLinkStub(channel).Session(outgoing())
             tasks: list[asyncio.Task[None]] = []
             try:

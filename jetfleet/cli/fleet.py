@@ -45,13 +45,19 @@ def controller_group() -> None:
 @click.option("--store", default=DEFAULT_DATA_DIR, show_default=True, metavar="PATH|redis://HOST:PORT/DB",
               help="data directory for the embedded SQLite store, or a Redis URL")
 @click.option("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+@click.option("--tls-cert", default="", help="controller certificate (jetfleet certs issue controller NAME)")
+@click.option("--tls-key", default="")
+@click.option("--tls-ca", default="", help="the lab CA: clients must present a certificate it signed")
+@click.option("--insecure", is_flag=True, help="allow plaintext on a non-loopback address (logged loudly)")
 @handle_errors
-def controller_serve(listen: str, store: str, metrics_port: int | None) -> None:
+def controller_serve(listen: str, store: str, metrics_port: int | None, tls_cert: str, tls_key: str, tls_ca: str,
+                     insecure: bool) -> None:
     """Run the controller until SIGTERM or Ctrl-C."""
     from jetfleet.controller.config import ControllerConfig
     from jetfleet.controller.server import Controller
 
-    config = ControllerConfig(listen=listen, store=store, metrics_port=metrics_port)
+    config = ControllerConfig(listen=listen, store=store, metrics_port=metrics_port, tls_cert=tls_cert,
+                              tls_key=tls_key, tls_ca=tls_ca, insecure=insecure)
 
     async def main(stop: asyncio.Event) -> None:
         ctl = Controller(config)
@@ -76,9 +82,13 @@ def agent_group() -> None:
 @click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="emulated boards: time acceleration factor (inf = instant)")
 @click.option("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+@click.option("--tls-ca", default="", help="the lab CA")
+@click.option("--tls-cert", default="", help="this agent's certificate (its name must be the device id)")
+@click.option("--tls-key", default="")
+@click.option("--insecure", is_flag=True, help="allow plaintext to a non-loopback controller (logged loudly)")
 @handle_errors
 def agent_run(controller: str | None, device_spec: str, device_id: str, speed: float,
-              metrics_port: int | None) -> None:
+              metrics_port: int | None, tls_ca: str, tls_cert: str, tls_key: str, insecure: bool) -> None:
     """Dial the controller and serve this board until SIGTERM or Ctrl-C."""
     from jetfleet.agent.config import AgentConfig
     from jetfleet.agent.device import open_device
@@ -87,7 +97,8 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed: f
 
     device = open_device(device_spec, speed=speed)
     config = AgentConfig(controller=controller_address(controller), device_id=device_id,
-                         metrics_port=metrics_port)
+                         metrics_port=metrics_port, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
+                         insecure=insecure)
 
     async def main(stop: asyncio.Event) -> None:
         metrics, port = None, 0

@@ -7,6 +7,7 @@ import logging
 import click
 
 from jetfleet.cli.boards import modes_cmd, twin_group
+from jetfleet.cli.certs import certs_group
 from jetfleet.cli.fleet import agent_group, controller_group, devices_group, lab_group, mode_group, telemetry_group
 from jetfleet.cli.observe import prometheus_group
 from jetfleet.cli.powertrain import eval_group, model_group, optimize, pareto, predict
@@ -25,5 +26,6 @@ def cli(verbose: int) -> None:
 cli.add_command(modes_cmd)
 cli.add_command(twin_group)
 for group in (controller_group, agent_group, lab_group, devices_group, mode_group, telemetry_group, profile_group,
-              profiles_group, model_group, predict, pareto, optimize, eval_group, prometheus_group):
+              profiles_group, model_group, predict, pareto, optimize, eval_group, prometheus_group,
+              certs_group):
     cli.add_command(group)

@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 
 from jetfleet.shared.grpc_errors import from_rpc_error
+from jetfleet.shared.netutil import channel_credentials
 from jetfleet.shared.proto import common_pb2, operator_pb2, operator_pb2_grpc
 
 DEFAULT_CONTROLLER = "127.0.0.1:50051"
@@ -20,9 +21,13 @@ def controller_address(explicit: str | None) -> str:
 
 class OperatorClient:
     def __init__(self, address: str, *, timeout_s: float = 30.0) -> None:
+        """Mutual TLS when JETFLEET_TLS_CA, JETFLEET_TLS_CERT and JETFLEET_TLS_KEY name the lab CA and an
+        operator certificate (jetfleet certs issue operator NAME)."""
         self.address = address
         self.timeout_s = timeout_s
-        self._channel = grpc.insecure_channel(address)
+        env = os.environ.get
+        creds = channel_credentials(env("JETFLEET_TLS_CA", ""), env("JETFLEET_TLS_CERT", ""), env("JETFLEET_TLS_KEY", ""))
+        self._channel = grpc.secure_channel(address, creds) if creds else grpc.insecure_channel(address)
         self._stub = operator_pb2_grpc.OperatorStub(self._channel)
 
     def __enter__(self) -> OperatorClient:

@@ -18,6 +18,9 @@ class ControllerConfig:
     command_timeout_s: float = 30.0
     max_message_bytes: int = 4 * 1024 * 1024
     insecure: bool = False                   # allow plaintext on a non-loopback address
+    tls_cert: str = ""                       # controller certificate, key and the lab CA: mutual TLS
+    tls_key: str = ""
+    tls_ca: str = ""
 
     @property
     def offline_after_s(self) -> float:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
-import socket
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -21,7 +20,9 @@ from jetfleet.controller.servicers import AgentLinkServicer, OperatorServicer
 from jetfleet.controller.sessions import AgentSessions
 from jetfleet.controller.store import Store, open_store
 from jetfleet.shared.errors import InvalidArgument
+from jetfleet.shared.netutil import is_loopback
 from jetfleet.shared.proto import agent_pb2_grpc, operator_pb2_grpc
+from jetfleet.shared.tls import TlsFiles
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +32,6 @@ def split_address(address: str, field: str = "listen") -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise InvalidArgument(f"{field} {address!r}: expected HOST:PORT with a port 0..65535", field=field)
     return host.strip("[]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        try:
-            return all(ipaddress.ip_address(a[4][0]).is_loopback for a in socket.getaddrinfo(host, None))
-        except OSError:
-            return False
 
 
 class Controller:
@@ -63,18 +52,27 @@ class Controller:
 
     async def start(self) -> int:
         host, port = split_address(self.config.listen)
-        if not is_loopback(host):
-            log.warning("PLAINTEXT gRPC on %s: anyone on the network can drive these boards. "
-                        "Use it only on a trusted network.", self.config.listen)
+        creds = self._credentials()
+        if creds is None and not is_loopback(host):
+            if not self.config.insecure:
+                raise InvalidArgument(f"plaintext gRPC on {self.config.listen} refused: give --tls-cert, --tls-key and "
+                                      "--tls-ca (see `jetfleet certs`), or --insecure on a trusted network",
+                                      field="listen")
+            log.warning("PLAINTEXT gRPC on %s (--insecure): anyone who can reach it can drive these boards and "
+                        "read their data", self.config.listen)
         await self.fleet.load()
         opts = [("grpc.max_receive_message_length", self.config.max_message_bytes),
                 ("grpc.max_send_message_length", self.config.max_message_bytes),
                 ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000)]
         self._server = grpc.aio.server(options=opts)
-        agent_pb2_grpc.add_AgentLinkServicer_to_server(AgentLinkServicer(self.sessions), self._server)
-        operator_pb2_grpc.add_OperatorServicer_to_server(OperatorServicer(self.service), self._server)
-        self.port = self._server.add_insecure_port(f"{host}:{port}" if ":" not in host else f"[{host}]:{port}")
+        agent_pb2_grpc.add_AgentLinkServicer_to_server(AgentLinkServicer(self.sessions, tls=creds is not None),
+                                                       self._server)
+        operator_pb2_grpc.add_OperatorServicer_to_server(OperatorServicer(self.service, tls=creds is not None),
+                                                         self._server)
+        address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
+        self.port = (self._server.add_secure_port(address, creds) if creds is not None
+                     else self._server.add_insecure_port(address))
         if self.port == 0:
             raise InvalidArgument(f"cannot listen on {self.config.listen}", field="listen")
         await self._server.start()
@@ -87,6 +85,20 @@ class Controller:
                                                      registry=self.metrics.registry)
         log.info("controller listening on %s:%d (store %s)", host, self.port, self.store.url)
         return self.port
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.config.tls_cert)
+
+    def _credentials(self) -> grpc.ServerCredentials | None:
+        c = self.config
+        if not (c.tls_cert or c.tls_key or c.tls_ca):
+            return None
+        if not (c.tls_cert and c.tls_key and c.tls_ca):
+            raise InvalidArgument("mutual TLS needs all three of --tls-cert, --tls-key and --tls-ca", field="tls")
+        ca, cert, key = TlsFiles(Path(c.tls_ca), Path(c.tls_cert), Path(c.tls_key)).read()
+        assert cert is not None and key is not None
+        return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
 
     @property
     def metrics_port(self) -> int | None:

@@ -10,22 +10,35 @@ import grpc
 
 from jetfleet.controller.service import OperatorService
 from jetfleet.controller.sessions import AgentSessions
-from jetfleet.shared.errors import JetfleetError
+from jetfleet.shared.errors import JetfleetError, PermissionDenied
 from jetfleet.shared.grpc_errors import rpc, rpc_stream, status_of
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2, operator_pb2, operator_pb2_grpc
+from jetfleet.shared.tls import peer_identity, require
 
 log = logging.getLogger(__name__)
 
 
+def peer_identity_of(context: grpc.aio.ServicerContext, tls: bool) -> tuple[str, str] | None:
+    """(common name, role) of the client certificate; None on plaintext."""
+    if not tls:
+        return None
+    pem = (context.auth_context() or {}).get("x509_pem_cert")
+    if not pem:
+        raise PermissionDenied("no client certificate", field="certificate")
+    return peer_identity(next(iter(pem)))
+
+
 class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
-    def __init__(self, sessions: AgentSessions) -> None:
+    def __init__(self, sessions: AgentSessions, *, tls: bool = False) -> None:
         self.sessions = sessions
+        self.tls = tls
 
     async def Session(self, request_iterator: AsyncIterator[agent_pb2.AgentMessage],  # noqa: N802
                       context: grpc.aio.ServicerContext) -> AsyncIterator[agent_pb2.ControllerMessage]:
         it = request_iterator.__aiter__()
         try:
             first = await it.__anext__()
+            require(peer_identity_of(context, self.tls), "agent", first.hello.board.device_id)
             session = await self.sessions.open(first, context.peer())
         except StopAsyncIteration:
             return
@@ -60,8 +73,12 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
 
 
 class OperatorServicer(operator_pb2_grpc.OperatorServicer):
-    def __init__(self, service: OperatorService) -> None:
+    def __init__(self, service: OperatorService, *, tls: bool = False) -> None:
         self.service = service
+        self.tls = tls
+
+    def authorize(self, context: grpc.aio.ServicerContext) -> None:
+        require(peer_identity_of(context, self.tls), "operator")
 
     @rpc
     async def ListDevices(self, request: operator_pb2.ListDevicesRequest,  # noqa: N802

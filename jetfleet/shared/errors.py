@@ -38,6 +38,10 @@ class Unavailable(JetfleetError):
     code = "UNAVAILABLE"
 
 
+class PermissionDenied(JetfleetError):
+    code = "PERMISSION_DENIED"
+
+
 class DeadlineExceeded(JetfleetError):
     code = "DEADLINE_EXCEEDED"
 
@@ -54,7 +58,7 @@ class ResourceExhausted(JetfleetError):
 
 ERRORS_BY_CODE: dict[str, type[JetfleetError]] = {
     cls.code: cls for cls in (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition, Unavailable,
-                              ResourceExhausted, DeadlineExceeded)
+                              ResourceExhausted, DeadlineExceeded, PermissionDenied)
 }
 
 

@@ -36,6 +36,8 @@ def rpc(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> T:
         try:
+            if hasattr(self, "authorize"):
+                self.authorize(context)
             return await fn(self, request, context)
         except JetfleetError as e:
             await context.abort(status_of(e), e.message)
@@ -53,6 +55,8 @@ def rpc_stream(fn: Callable[..., AsyncIterator[T]]) -> Callable[..., AsyncIterat
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[T]:
         try:
+            if hasattr(self, "authorize"):
+                self.authorize(context)
             async for item in fn(self, request, context):
                 yield item
         except JetfleetError as e:
