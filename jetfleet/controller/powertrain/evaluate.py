@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -212,5 +211,3 @@ def csv_text(g: Grid) -> str:
                     f"{p:.6g}"])
     return buf.getvalue()
 
-
-Progress = Callable[[str], None]
