@@ -128,3 +128,15 @@ def test_eval_transfer_on_two_csv_files(tmp_path):
     assert d["target_modes"] == 900 and d["mape"]["time_transfer"][0] < d["mape"]["time_scratch"][0]
     r = CliRunner().invoke(cli, ["eval", "transfer", "--reference", str(ref), "--target", str(tgt), "--k", "5000"])
     assert r.exit_code == 2 and "k=5000" in r.output
+
+
+def test_reference_without_dropout_is_stored_with_its_architecture(lab, tmp_path):
+    ref_csv = tmp_path / "nano.csv"
+    ref_csv.write_text(csv_text(twin_truth("orin-nano", "yolo_v8n")))
+    run(lab, "profiles", "import", str(ref_csv))
+    ref = run(lab, "model", "train-reference", "--board-model", "orin-nano", "--workload", "yolo_v8n", "--epochs", "5",
+              "--no-dropout")
+    doc = lab.do(lambda: lab.lab.controller.store.get_doc("model", ref["model_id"]))
+    assert doc["dropout"] == [0.0, 0.0, 0.0]
+    pred = run(lab, "predict", "--board-model", "orin-nano", "--workload", "yolo_v8n", "--model", ref["model_id"])
+    assert len(pred["predictions"]) == 1800 and all(p["time_ms"] > 0 for p in pred["predictions"])

@@ -38,15 +38,17 @@ def model_group() -> None:
 @click.option("--workload", required=True)
 @click.option("--campaign", "campaign_id", default="", help="only this campaign's profiles")
 @click.option("--epochs", default=100, show_default=True, type=int)
+@click.option("--no-dropout", is_flag=True, help="the published MLP without its dropout layers")
 @controller_option
 @output_option
 @handle_errors
-def train_reference(board_model: str, workload: str, campaign_id: str, epochs: int, controller: str | None,
-                    output: str) -> None:
-    """Train the reference time and power MLPs on a fully profiled workload."""
+def train_reference(board_model: str, workload: str, campaign_id: str, epochs: int, no_dropout: bool,
+                    controller: str | None, output: str) -> None:
+    """Train the reference time and power MLPs on a fully profiled workload (the published architecture)."""
     with _client(controller) as c:
         m = c.call("TrainReference", operator_pb2.TrainReferenceRequest(
-            board_model=board_model, workload=workload, campaign_id=campaign_id, epochs=epochs))
+            board_model=board_model, workload=workload, campaign_id=campaign_id, epochs=epochs,
+            no_dropout=no_dropout))
     emit(output, model_dict(m), model_text)
 
 

@@ -86,8 +86,9 @@ class Net:
         return buf.getvalue()
 
     @classmethod
-    def from_state(cls, data: bytes, x_scaler: Scaler, y_scaler: Scaler) -> Net:
-        model = mlp()
+    def from_state(cls, data: bytes, x_scaler: Scaler, y_scaler: Scaler,
+                   dropout: tuple[float, ...] = DEFAULT_DROPOUT) -> Net:
+        model = mlp(dropout=dropout)
         model.load_state_dict(torch.load(io.BytesIO(data), weights_only=True))
         return cls(model, x_scaler, y_scaler)
 
@@ -154,13 +155,13 @@ def _targets(y: np.ndarray) -> tuple[np.ndarray, Scaler]:
 
 
 def train_reference(x: np.ndarray, y: np.ndarray, *, epochs: int = 100, lr: float = 1e-3, batch: int = 64,
-                    val_fraction: float = 0.1, seed: int = 0) -> Net:
+                    val_fraction: float = 0.1, seed: int = 0, dropout: tuple[float, ...] = DEFAULT_DROPOUT) -> Net:
     """The reference network on a full grid (10% held out to pick the best checkpoint)."""
     _check(x, y)
     torch.manual_seed(seed)
     xsc = Scaler.fit(x)
     yn, ysc = _targets(y)
-    model = mlp()
+    model = mlp(dropout=dropout)
     val, ran = _fit(model, xsc(x), yn, epochs=epochs, lr=lr, batch=batch, val_fraction=val_fraction,
                     rng=np.random.default_rng(seed), y_scaler=ysc)
     return Net(model, xsc, ysc, val, ran)

@@ -39,10 +39,17 @@ def _net_doc(net: Net) -> dict[str, Any]:
             "y_scaler": net.y_scaler.to_list()}
 
 
-def _net(doc: dict[str, Any]) -> Net:
+def _net(doc: dict[str, Any], dropout: list[float] | None = None) -> Net:
     P = _torch()  # noqa: N806
     return P.Net.from_state(base64.b64decode(doc["weights"]), P.Scaler.from_list(doc["x_scaler"]),  # type: ignore[no-any-return]
-                            P.Scaler.from_list(doc["y_scaler"]))
+                            P.Scaler.from_list(doc["y_scaler"]),
+                            tuple(dropout) if dropout is not None else P.DEFAULT_DROPOUT)
+
+
+def _nets(doc: dict[str, Any]) -> tuple[Net, Net]:
+    """The time and power networks of a model document, built with the architecture they were trained with."""
+    dropout = doc.get("dropout")
+    return _net(doc["time"], dropout), _net(doc["power"], dropout)
 
 
 class ModelService:
@@ -67,14 +74,14 @@ class ModelService:
         return modes, t, p
 
     def _save(self, kind: str, board_model: str, workload: str, parent: str, modes: list[PowerMode],
-              time_net: Net, power_net: Net, metrics: dict[str, float]) -> dict[str, Any]:
+              time_net: Net, power_net: Net, metrics: dict[str, float], dropout: list[float]) -> dict[str, Any]:
         version = 1 + sum(1 for d in self.store.list_docs("model")
                           if d["board_model"] == board_model and d["workload"] == workload)
         model_id = f"{kind[:3]}-{board_model}-{workload}-v{version}-{uuid.uuid4().hex[:6]}"
         doc = {"model_id": model_id, "kind": kind,
                "board_model": board_model, "workload": workload, "parent_id": parent, "version": version,
                "created_s": time.time(), "training_modes": [str(m) for m in modes], "metrics": metrics,
-               "time": _net_doc(time_net), "power": _net_doc(power_net)}
+               "time": _net_doc(time_net), "power": _net_doc(power_net), "dropout": dropout}
         self.store.put_doc("model", model_id, doc)
         return doc
 
@@ -109,12 +116,14 @@ class ModelService:
         epochs = req.epochs or 100
         if not 1 <= epochs <= 10_000:
             raise InvalidArgument("epochs must be 1..10000", field="epochs")
-        tn, pn = P.train_reference(x, t, epochs=epochs), P.train_reference(x, p, epochs=epochs)
+        dropout = (0.0, 0.0, 0.0) if req.no_dropout else P.DEFAULT_DROPOUT
+        tn = P.train_reference(x, t, epochs=epochs, dropout=dropout)
+        pn = P.train_reference(x, p, epochs=epochs, dropout=dropout)
         fit_s = time.perf_counter() - start
         self.metrics.model_seconds.labels("reference").observe(fit_s)
         return self._save("reference", req.board_model, req.workload, "", modes, tn, pn,
                           {"time_val_mape_pct": tn.val_mape, "power_val_mape_pct": pn.val_mape, "fit_s": fit_s,
-                           "epochs": float(epochs)})
+                           "epochs": float(epochs)}, list(dropout))
 
     async def train_reference(self, req: operator_pb2.TrainReferenceRequest) -> operator_pb2.ModelInfo:
         return self.info(await asyncio.to_thread(self._train_reference, req))
@@ -125,14 +134,16 @@ class ModelService:
         x = np.array([m.as_tuple() for m in modes], float)
         P = _torch()  # noqa: N806
         start = time.perf_counter()
-        tn, pn = P.transfer(_net(ref["time"]), x, t), P.transfer(_net(ref["power"]), x, p)
+        ref_time, ref_power = _nets(ref)
+        tn, pn = P.transfer(ref_time, x, t), P.transfer(ref_power, x, p)
         fit_s = time.perf_counter() - start
         ts, ps = P.from_scratch(x, t), P.from_scratch(x, p)
         self.metrics.model_seconds.labels("transfer").observe(fit_s)
         metrics = {"time_fit_mape_pct": P.mape(tn.predict(x), t), "power_fit_mape_pct": P.mape(pn.predict(x), p),
                    "scratch_time_fit_mape_pct": P.mape(ts.predict(x), t),
                    "scratch_power_fit_mape_pct": P.mape(ps.predict(x), p), "fit_s": fit_s}
-        return self._save("transfer", req.board_model, req.workload, ref["model_id"], modes, tn, pn, metrics)
+        return self._save("transfer", req.board_model, req.workload, ref["model_id"], modes, tn, pn, metrics,
+                          list(ref.get("dropout", P.DEFAULT_DROPOUT)))
 
     async def transfer(self, req: operator_pb2.TransferModelRequest) -> operator_pb2.ModelInfo:
         return self.info(await asyncio.to_thread(self._transfer, req))
@@ -147,7 +158,8 @@ class ModelService:
         cat = self._catalog(doc["board_model"] if model_id else board_model, device_id)
         modes = cat.grid(grid or "full")
         x = np.array([m.as_tuple() for m in modes], float)
-        return doc, Predictions(modes, _net(doc["time"]).predict(x), _net(doc["power"]).predict(x))
+        time_net, power_net = _nets(doc)
+        return doc, Predictions(modes, time_net.predict(x), power_net.predict(x))
 
     async def predict(self, req: operator_pb2.PredictRequest) -> operator_pb2.PredictResponse:
         doc, pr = await asyncio.to_thread(self._predict, req.board_model, req.workload, req.model_id, req.grid)

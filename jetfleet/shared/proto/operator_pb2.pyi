@@ -244,16 +244,18 @@ class ModelInfo(_message.Message):
     def __init__(self, model_id: _Optional[str] = ..., kind: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., parent_id: _Optional[str] = ..., version: _Optional[int] = ..., created_s: _Optional[float] = ..., training_modes: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class TrainReferenceRequest(_message.Message):
-    __slots__ = ("board_model", "workload", "campaign_id", "epochs")
+    __slots__ = ("board_model", "workload", "campaign_id", "epochs", "no_dropout")
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    NO_DROPOUT_FIELD_NUMBER: _ClassVar[int]
     board_model: str
     workload: str
     campaign_id: str
     epochs: int
-    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., campaign_id: _Optional[str] = ..., epochs: _Optional[int] = ...) -> None: ...
+    no_dropout: bool
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., campaign_id: _Optional[str] = ..., epochs: _Optional[int] = ..., no_dropout: _Optional[bool] = ...) -> None: ...
 
 class TransferModelRequest(_message.Message):
     __slots__ = ("reference_id", "reference_board_model", "reference_workload", "board_model", "workload", "campaign_id")
