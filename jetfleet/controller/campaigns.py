@@ -14,7 +14,7 @@ import logging
 import random
 import time
 import uuid
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from jetfleet.agent.measure import summarise
@@ -52,9 +52,22 @@ class _Run:
     durations: deque[float] = field(default_factory=lambda: deque(maxlen=50))
     errors: deque[str] = field(default_factory=lambda: deque(maxlen=10))
     retries: int = 0
+    # Kept as modes change state, so handing out a mode and reporting progress cost O(1), not O(modes).
+    queue: deque[str] = field(init=False)           # pending modes not in flight, in campaign order
+    tally: Counter[str] = field(init=False)         # modes per status
+
+    def __post_init__(self) -> None:
+        self.queue = deque(m for m in self.modes if self.states[m].status == "pending")
+        self.tally = Counter(s.status for s in self.states.values())
 
     def count(self, status: str) -> int:
-        return sum(1 for s in self.states.values() if s.status == status)
+        return self.tally[status]
+
+    def set_status(self, mode: str, status: str) -> None:
+        state = self.states[mode]
+        self.tally[state.status] -= 1
+        self.tally[status] += 1
+        state.status = status
 
 
 class CampaignManager:
@@ -136,7 +149,7 @@ class CampaignManager:
         run.task = asyncio.create_task(self._drive(run))
         log.info("campaign %s: %s on %s, %d modes", rec.campaign_id, rec.workload,
                  rec.target_device or rec.target_model, len(modes))
-        self._update_gauges()
+        self._update_gauges(run)
         return self.campaign_pb(run)
 
     # --- controlling --------------------------------------------------------------------------------
@@ -167,7 +180,7 @@ class CampaignManager:
                 except JetfleetError as e:
                     log.info("cancel on %s: %s", device, e.message)
         run.wake.set()
-        self._update_gauges()
+        self._update_gauges(run)
         return self.campaign_pb(run)
 
     # --- driving -------------------------------------------------------------------------------------
@@ -180,19 +193,18 @@ class CampaignManager:
 
     async def _drive(self, run: _Run) -> None:
         while run.rec.status == "running":
-            pending = [m for m in run.modes if run.states[m].status == "pending" and m not in run.in_flight]
-            if not pending and not run.in_flight:
+            if not run.queue and not run.in_flight:
                 run.rec.status = "done"
                 run.rec.finished_s = time.time()
                 await asyncio.to_thread(self.store.set_campaign_status, run.rec.campaign_id, "done", run.rec.finished_s)
                 log.info("campaign %s done: %d measured, %d failed", run.rec.campaign_id, run.count("done"),
                          run.count("failed"))
-                self._update_gauges()
+                self._update_gauges(run)
                 return
             for device in self._idle_boards(run):
-                if not pending:
+                if not run.queue:
                     break
-                mode = pending.pop(0)
+                mode = run.queue.popleft()
                 run.in_flight[mode] = device
                 self._busy.add(device)
                 asyncio.create_task(self._dispatch(run, device, mode))
@@ -218,7 +230,8 @@ class CampaignManager:
                                             command_id=self._command_id(run, mode, device))
             record = _record(run, device, live.catalog.model, mode, result.profile)
             stored = await asyncio.to_thread(self.store.record_result, record)
-            state.status, state.device_id, state.error = "done", device, ""
+            run.set_status(mode, "done")
+            state.device_id, state.error = device, ""
             run.durations.append(time.monotonic() - started)
             self.metrics.campaign_modes.labels(run.rec.workload, "measured" if stored else "duplicate").inc()
         except (Unavailable, DeadlineExceeded) as e:  # the board vanished: the mode goes back to the queue
@@ -233,7 +246,7 @@ class CampaignManager:
             state.error = f"{device}: {e.code}: {e.message}"
             run.errors.appendleft(f"{mode} {state.error}")
             if state.attempts >= MAX_ATTEMPTS or e.code in ("INVALID_ARGUMENT", "NOT_FOUND", "CANCELLED"):
-                state.status = "failed"
+                run.set_status(mode, "failed")
                 self.metrics.campaign_modes.labels(run.rec.workload, "failed").inc()
             await asyncio.to_thread(self.store.set_mode_state, run.rec.campaign_id, state)
         except Exception as e:  # a bug or a corrupt result: count it like a board error, never loop forever
@@ -242,13 +255,15 @@ class CampaignManager:
             state.error = f"{device}: internal error: {type(e).__name__}"
             run.errors.appendleft(f"{mode} {state.error}")
             if state.attempts >= MAX_ATTEMPTS:
-                state.status = "failed"
+                run.set_status(mode, "failed")
             await asyncio.to_thread(self.store.set_mode_state, run.rec.campaign_id, state)
         finally:
             run.in_flight.pop(mode, None)
+            if state.status == "pending":  # not measured: first in line again (as its campaign order says)
+                run.queue.appendleft(mode)
             self._busy.discard(device)
             run.wake.set()
-            self._update_gauges()
+            self._update_gauges(run)
 
     # --- reporting ---------------------------------------------------------------------------------
     def campaign_pb(self, run: _Run) -> operator_pb2.Campaign:
@@ -268,8 +283,9 @@ class CampaignManager:
             failed=failed, in_flight=len(run.in_flight), eta_s=eta, created_s=r.created_s, finished_s=r.finished_s,
             boards=boards, errors=list(run.errors), retries=run.retries)
 
-    def _update_gauges(self) -> None:
-        for run in self.runs.values():
+    def _update_gauges(self, *runs: _Run) -> None:
+        """The remaining-modes gauge of ``runs`` (all campaigns when none are given)."""
+        for run in runs or tuple(self.runs.values()):
             remaining = len(run.modes) - run.count("done") - run.count("failed")
             self.metrics.campaign_remaining.labels(run.rec.campaign_id, run.rec.workload).set(remaining)
 
