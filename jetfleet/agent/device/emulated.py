@@ -150,10 +150,8 @@ class EmulatedBoard(Device):
         return self.sample_at(self.now_s())
 
     # --- the sensor ------------------------------------------------------------------------------
-    def _state_at(self, t: float) -> tuple[Steady, PowerMode, bool]:
-        with self._lock:
-            segments = list(self._segments)
-            mode = self._mode
+    def _state_at(self, t: float, segments: list[_Segment], mode: PowerMode) -> tuple[Steady, PowerMode, bool]:
+        """The board's state at ``t`` given a snapshot of its runs and its current mode."""
         for seg in reversed(segments):
             if seg.work_start_s <= t <= seg.ends[-1]:
                 return seg.steady, seg.mode, True
@@ -166,17 +164,22 @@ class EmulatedBoard(Device):
         return self.trace(t, t, 1.0)[0]
 
     def trace(self, t0: float, t1: float, period_s: float) -> list[TelemetrySample]:
-        """The samples a sampler every ``period_s`` would have taken from t0 to t1 (vectorised)."""
+        """The samples a sampler every ``period_s`` would have taken from t0 to t1 (noise vectorised)."""
         n = max(1, int(math.floor((t1 - t0) / period_s + 1e-9)) + 1)
         times = t0 + period_s * np.arange(n)
         ticks = np.floor(times / SENSOR_PERIOD_S).astype(np.int64)
         out: list[TelemetrySample] = []
-        states = [self._state_at(float(t)) for t in times]
+        with self._lock:  # one snapshot for the whole trace, not one per sample
+            segments, current = list(self._segments), self._mode
+        states = [self._state_at(float(t), segments, current) for t in times]
         labels = list(states[0][0].rails_w)
         noise = _gauss(self.seed, ticks, len(labels) + 2) * POWER_NOISE
+        bases: dict[int, np.ndarray] = {}  # rail powers per steady state (a trace spans one or two)
         for i, (steady, mode, busy) in enumerate(states):
-            base = np.fromiter(steady.rails_w.values(), float, len(labels))
-            values = np.maximum(0.0, base * self.power_factor * (1.0 + noise[i, :-2]))
+            base = bases.get(id(steady))
+            if base is None:
+                base = bases[id(steady)] = np.fromiter(steady.rails_w.values(), float, len(labels)) * self.power_factor
+            values = np.maximum(0.0, base * (1.0 + noise[i, :-2]))
             rails = dict(zip(labels, values.tolist(), strict=True))
             total = self.catalog.total_power_w(rails)
             temp = AMBIENT_C + THERMAL_C_PER_W * total
