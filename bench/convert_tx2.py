@@ -14,8 +14,10 @@ import csv
 import sys
 from pathlib import Path
 
+from jetfleet.controller.profiles_csv import REQUIRED
+
 DEFAULT_SRC = Path(__file__).resolve().parents[2] / "shared" / "data" / "tx2-xception"
-HEADER = ["board_model", "workload", "cpu_cores", "cpu_mhz", "gpu_mhz", "mem_mhz", "minibatch_time_ms", "power_w"]
+HEADER = REQUIRED  # jetfleet's profile CSV schema (required columns)
 
 
 def convert_file(src: Path, out_dir: Path) -> Path:

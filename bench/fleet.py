@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jetfleet.controller.client import OperatorClient  # noqa: E402
+from tests.harness import free_port  # noqa: E402
 
 MODELS = ["agx-orin", "agx-xavier", "orin-nano"]
 LOW_PRESET = {"agx-orin": "15W", "agx-xavier": "MODE_15W", "orin-nano": "7W"}
@@ -66,14 +67,6 @@ def scrape_samples(metrics_port: int) -> float:
     LAST_SCRAPE.update(ms=(time.perf_counter() - t) * 1e3, bytes=len(text))
     m = re.search(r"^jetfleet_telemetry_samples_total ([0-9.e+]+)$", text, re.M)
     return float(m.group(1)) if m else 0.0
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def bench(n: int, window_s: float, mode_sets: int) -> None:

@@ -12,8 +12,8 @@ from jetfleet.agent.device.emulated import EmulatedBoard
 from jetfleet.controller.client import OperatorClient
 from jetfleet.controller.lab import FakeAgent
 from jetfleet.shared.backoff import backoff_delay_s
-from jetfleet.shared.catalog import PowerMode, get_catalog
-from jetfleet.shared.errors import AlreadyExists, InvalidArgument, NotFound, Unavailable
+from jetfleet.shared.catalog import get_catalog
+from jetfleet.shared.errors import InvalidArgument, NotFound, Unavailable
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2
 
 from .harness import FAST_AGENT, LabThread
@@ -268,7 +268,3 @@ def test_agents_buffer_while_disconnected_and_bound_the_buffer(tmp_path):
     link = asyncio.run(scenario())
     assert len(link.buffer) == 10 and link.dropped > 10 and link.sessions == 0
 
-
-def test_duplicate_id_error_type():
-    assert AlreadyExists.code == "ALREADY_EXISTS"
-    assert PowerMode(1, 2, 3, 4) < PowerMode(2, 0, 0, 0)

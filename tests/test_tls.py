@@ -13,7 +13,7 @@ from jetfleet.cli.main import cli
 from jetfleet.controller.client import OperatorClient
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.server import Controller
-from jetfleet.shared.errors import AlreadyExists, InvalidArgument, PermissionDenied, Unavailable
+from jetfleet.shared.errors import InvalidArgument, PermissionDenied, Unavailable
 
 from .harness import FAST_AGENT
 
@@ -141,4 +141,3 @@ def test_issue_refuses_bad_input(pki, tmp_path):
     assert r.exit_code == 2 and "NAME must be" in r.output
     r = CliRunner().invoke(cli, ["certs", "issue", "agent", "x", "--dir", str(tmp_path)])
     assert r.exit_code == 2 and "no CA in" in r.output
-    assert AlreadyExists.code == "ALREADY_EXISTS"

@@ -22,7 +22,7 @@ from pathlib import Path
 from jetfleet.agent.device.base import BoardInfo, Device, MinibatchCallback, RunResult, TelemetrySample
 from jetfleet.agent.device.sysfs import Sysfs, parse_cpu_list
 from jetfleet.shared.catalog import Catalog, PowerMode, builtin_catalogs
-from jetfleet.shared.errors import DeviceError
+from jetfleet.shared.errors import DeviceError, InvalidArgument
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class JetsonBoard(Device):
         for name, mode in base.presets.items():
             try:
                 presets[name] = cat.validate(mode)
-            except Exception:  # a preset this board cannot run is left out, not guessed
+            except InvalidArgument:  # a preset this board cannot run is left out, not guessed
                 log.warning("preset %s (%s) is not available on this board", name, mode)
         grids = {g: {k: tuple(v for v in vals if v in cat.knob_values(k)) for k, vals in spec.items()}
                  for g, spec in base.grid_specs.items()}

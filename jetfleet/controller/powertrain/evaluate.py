@@ -16,6 +16,7 @@ import numpy as np
 from jetfleet.agent.device.emulated import BOARD_POWER_SIGMA, BOARD_TIME_SIGMA
 from jetfleet.agent.device.twin_model import steady_state
 from jetfleet.agent.workloads.registry import get_workload
+from jetfleet.controller import profiles_csv
 from jetfleet.controller.powertrain import nn as P
 from jetfleet.controller.powertrain.optimize import Predictions, choose
 from jetfleet.controller.powertrain.select import check_k, pick_random, pick_spread, pick_uncertain
@@ -49,8 +50,6 @@ def twin_truth(board: str, workload: str, grid: str = "powertrain", seed: int = 
 
 def grid_from_csv(text: str, name: str) -> Grid:
     """A profile file in jetfleet's CSV schema, observations of one mode averaged."""
-    from jetfleet.controller import profiles_csv
-
     rows = profiles_csv.parse(text, name)
     models = {r.board_model for r in rows}
     workloads = {r.workload for r in rows}
@@ -205,7 +204,7 @@ def csv_text(g: Grid) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     workload, model = g.label.split("@")
-    w.writerow(["board_model", "workload", "cpu_cores", "cpu_mhz", "gpu_mhz", "mem_mhz", "minibatch_time_ms", "power_w"])
+    w.writerow(profiles_csv.REQUIRED)
     for m, t, p in zip(g.modes, g.time_ms, g.power_w, strict=True):
         w.writerow([model, workload, m.cores, f"{m.cpu_mhz:g}", f"{m.gpu_mhz:g}", f"{m.mem_mhz:g}", f"{t:.6g}",
                     f"{p:.6g}"])
