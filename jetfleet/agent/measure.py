@@ -5,11 +5,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jetfleet.agent.device.base import RunResult, TelemetrySample
-from jetfleet.agent.device.emulated import EmulatedBoard
 from jetfleet.shared.catalog import PowerMode
+
+if TYPE_CHECKING:  # the controller imports summarise(); it needs no twin
+    from jetfleet.agent.device.emulated import EmulatedBoard
 
 
 @dataclass(frozen=True)

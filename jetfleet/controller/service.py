@@ -71,7 +71,6 @@ class OperatorService:
                 sent += 1
         finally:
             self.fleet.unwatch(device_id, q)
-            await asyncio.sleep(0)
 
     # --- campaigns and profiles -----------------------------------------------------------------
     def list_campaigns(self) -> operator_pb2.ListCampaignsResponse:
