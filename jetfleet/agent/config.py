@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jetfleet.shared import defaults
+
 
 @dataclass(frozen=True)
 class AgentConfig:
+    """How the agent links to its controller and samples its board."""
+
     controller: str = "127.0.0.1:50051"
     device_id: str = ""
-    sample_interval_s: float = 0.1      # telemetry sampling
+    sample_interval_s: float = defaults.SAMPLE_INTERVAL_S  # telemetry sampling
     batch_interval_s: float = 1.0       # until the controller's welcome says otherwise
     heartbeat_interval_s: float = 1.0   # until the controller's welcome says otherwise
     max_buffer_samples: int = 6000      # kept while disconnected (10 min at 10 Hz); oldest dropped first

@@ -1,65 +1,101 @@
 """Runs commands from the controller on the device, without gRPC. The agent trusts nothing it is
-sent: modes must be in the board's own catalog, workloads in the registry, sizes within bounds.
-Idempotent by command id: a repeated id gets the remembered result, or waits for the run in
-flight, and never executes twice."""
+sent: modes must be in the board's own catalog, workloads in its registry (the built-ins and the
+plugins installed on this board), sizes within bounds. Idempotent by command id: a repeated id
+gets the remembered result, or waits for the run in flight, and never executes twice.
+
+One thing at a time on the board, with one exception: a training job's own mode step
+(``SetMode.during_command_id`` naming the training that runs) is applied between two of its
+minibatches instead of waiting for the run to end. While a training runs it reports its progress
+(minibatches, board time, energy) through ``on_progress``, every ``progress_interval_s`` of board
+time and once at its end."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 
 from jetfleet.agent.device.base import Device
+from jetfleet.agent.energy import EnergyMeter
 from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.profiler import ProfileRequest, profile
-from jetfleet.agent.workloads.registry import check_run_args, get_workload
-from jetfleet.shared.convert import check_name, mode_from_pb, mode_to_pb, sample_to_pb
-from jetfleet.shared.errors import InvalidArgument, JetfleetError
+from jetfleet.shared import defaults
+from jetfleet.shared.bounds import check_command_id
+from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.columns import columns_from_samples
+from jetfleet.shared.compat import to_thread
+from jetfleet.shared.convert import mode_from_pb, mode_to_pb, sample_to_pb
+from jetfleet.shared.errors import Cancelled, InvalidArgument, JetfleetError
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.proto import agent_pb2
+from jetfleet.shared.workloads import WorkloadRegistry, check_run_args
+
+MAX_PROGRESS_INTERVAL_S = 3600.0
 
 log = logging.getLogger(__name__)
-
-
-class Cancelled(JetfleetError):
-    code = "CANCELLED"
+__all__ = ["Cancelled", "CommandExecutor"]
 
 
 class CommandExecutor:
-    def __init__(self, device: Device, *, remembered: int = 512, metrics: AgentMetrics | None = None) -> None:
+    """Checks and runs the controller's commands on one device, one at a time, and remembers recent results by id."""
+
+    def __init__(self, device: Device, *, remembered: int = 512, metrics: AgentMetrics | None = None,
+                 workloads: WorkloadRegistry | None = None) -> None:
         self.device = device
         self.metrics = metrics
         self.catalog = device.describe().catalog
+        self.workloads = workloads or WorkloadRegistry.builtin()
+        self.instance_id = uuid.uuid4().hex   # what it remembers and runs dies with this executor
+        # Called from a worker thread with each progress report of a running training.
+        self.on_progress: Callable[[agent_pb2.TrainingProgress], None] | None = None
         self._results: OrderedDict[str, agent_pb2.CommandResult] = OrderedDict()
         self._running: dict[str, asyncio.Task[agent_pb2.CommandResult]] = {}
         self._cancel: dict[str, threading.Event] = {}
+        self._training: set[str] = set()    # training commands running now (their own mode steps go through)
         self._remembered = remembered
-        self._device_lock = asyncio.Lock()  # one board, one thing at a time (cancel excepted)
+        self.columns = False   # profile results carry their power samples as columns (the controller reads them)
+        self._device_lock = asyncio.Lock()  # one board, one thing at a time (cancel and a job's own steps excepted)
+        self._step_lock = asyncio.Lock()    # a step and the end of the training it belongs to never interleave
 
     @property
     def busy(self) -> str:
+        """The id of a command running now, or '' when idle (reported in heartbeats)."""
         return next(iter(self._running), "")
 
     def check(self, cmd: agent_pb2.Command) -> None:
         """Refuse a malformed command before acknowledging it."""
-        check_name(cmd.command_id, "command_id")
+        check_command_id(cmd.command_id, "command_id")
         kind = cmd.WhichOneof("kind")
         if kind == "set_mode":
-            self.catalog.validate(mode_from_pb(cmd.set_mode.mode))
+            mode = self.catalog.validate(mode_from_pb(cmd.set_mode.mode))
+            preset = cmd.set_mode.preset
+            if preset and self.catalog.presets.get(preset) != mode:
+                raise InvalidArgument(f"preset {preset[:64]!r} is not {mode} on this board (its presets: "
+                                      f"{', '.join(sorted(self.catalog.presets)) or 'none'})", field="set_mode.preset")
+            if cmd.set_mode.during_command_id:
+                check_command_id(cmd.set_mode.during_command_id, "set_mode.during_command_id")
         elif kind == "run_training":
             r = cmd.run_training
-            get_workload(r.workload)
-            check_run_args(r.minibatches, r.minibatch_size or 16, r.workers)
+            self.workloads.get(r.workload)
+            check_run_args(r.minibatches, r.minibatch_size or defaults.MINIBATCH_SIZE, r.workers)
+            if not 0 <= r.progress_interval_s <= MAX_PROGRESS_INTERVAL_S:
+                raise InvalidArgument(f"progress_interval_s={r.progress_interval_s:g} is out of range; allowed "
+                                      f"0..{MAX_PROGRESS_INTERVAL_S:g}", field="run_training.progress_interval_s")
         elif kind == "cancel":
-            check_name(cmd.cancel.target_command_id, "cancel.target_command_id")
+            check_command_id(cmd.cancel.target_command_id, "cancel.target_command_id")
         elif kind == "run_profile":
-            self._profile_request(cmd).check()
+            self._profile_request(cmd).check(self.workloads)
         else:
             raise InvalidArgument("command has no kind", field="kind")
 
     async def execute(self, cmd: agent_pb2.Command) -> agent_pb2.CommandResult:
+        """Run a command at most once per id and return its result; a repeated id gets the same result.
+
+        A command in flight is joined, not restarted. Failures come back as a result with ``ok`` False,
+        never as an exception."""
         cid = cmd.command_id
         if cid in self._results:
             return self._results[cid]
@@ -87,14 +123,11 @@ class CommandExecutor:
                     ev.set()
                 out.cancelled = ev is not None
                 return out
+            if kind == "set_mode":
+                out.confirmed_mode.CopyFrom(mode_to_pb(await self._set_mode(cmd.set_mode)))
+                return out
             async with self._device_lock:
-                if kind == "set_mode":
-                    mode = mode_from_pb(cmd.set_mode.mode)
-                    confirmed = await asyncio.to_thread(self.device.apply_mode, mode)
-                    out.confirmed_mode.CopyFrom(mode_to_pb(confirmed))
-                    if self.metrics:
-                        self.metrics.set_mode(confirmed)
-                elif kind == "run_training":
+                if kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
                 elif kind == "run_profile":
                     out.profile.CopyFrom(await self._profile(cmd))
@@ -107,22 +140,59 @@ class CommandExecutor:
             out.error.CopyFrom(error_pb(e))
         return out
 
+    def close(self) -> None:
+        """The agent is stopping: runs in flight stop after their current minibatch (a process that dies stops them too)."""
+        for ev in self._cancel.values():
+            ev.set()
+
+    async def _set_mode(self, r: agent_pb2.SetMode) -> PowerMode:
+        mode = mode_from_pb(r.mode)
+        if r.during_command_id:
+            async with self._step_lock:
+                if r.during_command_id in self._training:   # the job's own step, between two minibatches
+                    return await self._apply(mode, r.preset)
+        async with self._device_lock:
+            return await self._apply(mode, r.preset)
+
+    async def _apply(self, mode: PowerMode, preset: str = "") -> PowerMode:
+        confirmed = await to_thread(self.device.apply_mode, mode, preset)
+        if self.metrics:
+            self.metrics.set_mode(confirmed)
+        return confirmed
+
     def _profile_request(self, cmd: agent_pb2.Command) -> ProfileRequest:
         r = cmd.run_profile
         mode = self.catalog.validate(mode_from_pb(r.mode))
-        return ProfileRequest(r.workload, mode, r.minibatches, r.minibatch_size or 16, r.workers,
-                              r.warmup_s if r.HasField("warmup_s") else None, r.sample_interval_s or 0.1)
+        return ProfileRequest(r.workload, mode, r.minibatches, r.minibatch_size or defaults.MINIBATCH_SIZE, r.workers,
+                              r.warmup_s if r.HasField("warmup_s") else None, r.sample_interval_s or defaults.SAMPLE_INTERVAL_S)
 
     async def _profile(self, cmd: agent_pb2.Command) -> agent_pb2.ProfileResult:
         req = self._profile_request(cmd)
-        p = await asyncio.to_thread(profile, self.device, req, self._observer(req.workload))
+        ev = self._cancel[cmd.command_id] = threading.Event()
+        observer = self._observer(req.workload)
+
+        columns = self.columns
+
+        def run() -> tuple[PowerMode, agent_pb2.ProfileResult]:
+            # in the worker thread, the wire message too: a long window holds tens of thousands of samples
+            p = profile(self.device, req, observer, ev, self.workloads)
+            out = agent_pb2.ProfileResult(
+                workload=p.workload, mode=mode_to_pb(p.mode), minibatch_times_s=p.minibatch_times_s,
+                steady_state_found=p.steady_state_found, window_start_s=p.window_start_s, window_end_s=p.window_end_s)
+            cols = columns_from_samples(p.power) if columns else None
+            if cols is not None:
+                out.power_columns.CopyFrom(cols)
+            else:
+                out.power.extend([sample_to_pb(s) for s in p.power])
+            return p.mode, out
+
+        try:
+            mode, result = await to_thread(run)
+        finally:
+            self._cancel.pop(cmd.command_id, None)
         if self.metrics:
-            self.metrics.set_mode(p.mode)
-        return agent_pb2.ProfileResult(workload=p.workload, mode=mode_to_pb(p.mode),
-                                       minibatch_times_s=p.minibatch_times_s,
-                                       power=[sample_to_pb(s) for s in p.power],
-                                       steady_state_found=p.steady_state_found,
-                                       window_start_s=p.window_start_s, window_end_s=p.window_end_s)
+            self.metrics.set_mode(mode)
+        return result
 
     def _observer(self, workload: str) -> Callable[[int, float], None] | None:
         metrics = self.metrics
@@ -132,21 +202,46 @@ class CommandExecutor:
 
     async def _train(self, cmd: agent_pb2.Command) -> agent_pb2.TrainingResult:
         r = cmd.run_training
-        ev = self._cancel[cmd.command_id] = threading.Event()
-
+        cid = cmd.command_id
+        ev = self._cancel[cid] = threading.Event()
         observe = self._observer(r.workload)
+        meter = EnergyMeter(self.device)
+        t0 = meter.start()
+        done = [0]
+        next_report = [t0 + r.progress_interval_s]
+
+        def report(final: bool) -> None:
+            sink = self.on_progress
+            if sink is None:
+                return
+            now = self.device.now_s()
+            sink(agent_pb2.TrainingProgress(command_id=cid, minibatches_done=done[0], t_s=now, elapsed_s=now - t0,
+                                            energy_j=meter.energy_j(now), mode=mode_to_pb(self.device.read_mode()),
+                                            final=final))
 
         def on_minibatch(i: int, t: float) -> None:
+            done[0] = i + 1
             if observe:
                 observe(i, t)
+            if r.progress_interval_s and self.device.now_s() >= next_report[0]:
+                report(False)
+                next_report[0] = self.device.now_s() + r.progress_interval_s
             if ev.is_set():
                 raise Cancelled(f"training cancelled after {i + 1} minibatches", field="command_id")
 
+        self._training.add(cid)
         try:
-            run = await asyncio.to_thread(self.device.run_minibatches, r.workload, r.minibatches,
-                                          minibatch_size=r.minibatch_size or 16, workers=r.workers,
-                                          on_minibatch=on_minibatch)
+            run = await to_thread(self.device.run_minibatches, r.workload, r.minibatches,
+                                  minibatch_size=r.minibatch_size or defaults.MINIBATCH_SIZE, workers=r.workers,
+                                  on_minibatch=on_minibatch)
         finally:
-            self._cancel.pop(cmd.command_id, None)
+            async with self._step_lock:
+                self._training.discard(cid)
+            self._cancel.pop(cid, None)
+            meter.stop()
+            if r.progress_interval_s:
+                await to_thread(report, True)
+        end = self.device.now_s()
         return agent_pb2.TrainingResult(workload=run.workload, minibatch_times_s=run.minibatch_times_s,
-                                        start_s=run.start_s, end_s=run.end_s)
+                                        start_s=run.start_s, end_s=run.end_s, energy_j=meter.energy_j(end),
+                                        elapsed_s=end - t0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 
@@ -15,40 +16,98 @@ from jetfleet.agent.config import AgentConfig
 from jetfleet.agent.device.base import Device, TelemetrySample
 from jetfleet.agent.executor import CommandExecutor
 from jetfleet.agent.metrics import AgentMetrics
-from jetfleet.agent.workloads.registry import WORKLOADS
+from jetfleet.shared import defaults
 from jetfleet.shared.backoff import backoff_delay_s
+from jetfleet.shared.bounds import check_id
+from jetfleet.shared.columns import columns_from_samples, samples_from_columns
+from jetfleet.shared.compat import to_thread
 from jetfleet.shared.convert import catalog_to_pb, mode_to_pb, sample_to_pb
-from jetfleet.shared.errors import InvalidArgument, JetfleetError
+from jetfleet.shared.errors import InvalidArgument, JetfleetError, ResourceExhausted
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.netutil import channel_credentials, is_loopback
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2
+from jetfleet.shared.workloads import WorkloadRegistry
 
 log = logging.getLogger(__name__)
-PROTOCOL = 1
 _EOF = grpc.aio.EOF  # type: ignore[attr-defined]  # exported at run time, missing from the stubs
+# What the agent accepts from a controller's welcome; anything else is ignored (its own settings stay).
+WELCOME_BOUNDS = {"heartbeat_interval_s": (0.05, 60.0), "telemetry_interval_s": (0.05, 60.0),
+                  "max_batch_samples": (1, 10_000)}
+MAX_COMMANDS_IN_FLIGHT = 64   # commands running or waiting for the board; more are refused
+PART_BYTES = 1024 * 1024   # a result larger than this goes as ResultParts of about this size (the limit is 4 MiB)
+
+
+def default_device_id(model: str, serial: str) -> str:
+    """MODEL-SERIAL in the identifier character set (lower case, other characters as '-', at most 64)."""
+    text = re.sub(r"[^a-z0-9._-]", "-", f"{model}-{serial}".lower()).lstrip("._-")
+    return text[:64] or "board"
+
+
+def registered_id(configured: str, model: str, serial: str) -> str:
+    """The device id an agent registers with: the configured one, or MODEL-SERIAL; InvalidArgument if it is no id."""
+    return check_id(configured or default_device_id(model, serial), "device_id")
+
+
+def result_messages(result: agent_pb2.CommandResult, part_bytes: int = PART_BYTES) -> list[agent_pb2.AgentMessage]:
+    """A command result as the messages that carry it: itself if it is small, else ResultParts of at most
+    about ``part_bytes`` each followed by the CommandResult with the rest and the number of parts."""
+    if result.ByteSize() <= part_bytes or result.WhichOneof("kind") != "profile":
+        return [agent_pb2.AgentMessage(result=result)]
+    # Parts carry samples one message each (every controller reads those); columns are for whole results.
+    times = list(result.profile.minibatch_times_s)
+    power = list(result.profile.power) + samples_from_columns(result.profile.power_columns)
+    per_sample = max(1, max((s.ByteSize() for s in power[:64]), default=1) + 4)
+    n_power, n_times = max(1, part_bytes // per_sample), max(1, part_bytes // 10)
+    out: list[agent_pb2.AgentMessage] = []
+    while len(power) > n_power or len(times) > n_times:
+        part = agent_pb2.ResultPart(command_id=result.command_id, index=len(out),
+                                    minibatch_times_s=times[:n_times], power=power[:n_power])
+        times, power = times[n_times:], power[n_power:]
+        out.append(agent_pb2.AgentMessage(result_part=part))
+    tail = agent_pb2.CommandResult()
+    tail.CopyFrom(result)
+    del tail.profile.minibatch_times_s[:]
+    tail.profile.minibatch_times_s.extend(times)
+    del tail.profile.power[:]
+    tail.profile.power.extend(power)
+    tail.profile.ClearField("power_columns")
+    tail.parts = len(out)
+    out.append(agent_pb2.AgentMessage(result=tail))
+    return out
 
 
 class AgentLink:
+    """Dials the controller, keeps one session at a time, streams telemetry and heartbeats, and runs commands."""
+
     def __init__(self, device: Device, config: AgentConfig, *, rng: random.Random | None = None,
                  on_sample: Callable[[TelemetrySample], None] | None = None, metrics: AgentMetrics | None = None,
-                 metrics_port: int = 0) -> None:
+                 metrics_port: int = 0, workloads: WorkloadRegistry | None = None) -> None:
         self.device = device
         self.config = config
         self.info = device.describe()
-        self.device_id = config.device_id or f"{self.info.model}-{self.info.serial}"
+        self.device_id = registered_id(config.device_id, self.info.model, self.info.serial)
         self.metrics = metrics
         self.metrics_port = metrics_port
-        self.executor = CommandExecutor(device, remembered=config.remembered_results, metrics=metrics)
+        self.workloads = workloads or WorkloadRegistry.builtin()
+        self.executor = CommandExecutor(device, remembered=config.remembered_results, metrics=metrics,
+                                        workloads=self.workloads)
+        self._outq: asyncio.Queue[agent_pb2.AgentMessage | None] | None = None   # the current session's
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.buffer: deque[TelemetrySample] = deque(maxlen=config.max_buffer_samples)
         self.dropped = 0
         self.rng = rng or random.Random()
         self.on_sample = on_sample
         self.connected = asyncio.Event()
         self.sessions = 0            # sessions that got a welcome (for tests and logs)
+        self.attempts = 0            # times it dialled the controller
         self.notices: list[common_pb2.Error] = []
         self._batch_s = config.batch_interval_s
         self._heartbeat_s = config.heartbeat_interval_s
         self._max_batch = 2000
+        # What the controller's welcome says it reads: samples as columns, heartbeats folded into batches.
+        self._columns = False
+        self._fold = False
+        self._last_beat = -1e9   # event-loop time the last heartbeat (alone or in a batch) was queued
         self._creds = channel_credentials(config.tls_ca, config.tls_cert, config.tls_key)
         host = config.controller.rpartition(":")[0].strip("[]")
         if self._creds is None and not is_loopback(host):
@@ -58,11 +117,11 @@ class AgentLink:
                                       field="controller")
             log.warning("PLAINTEXT link to %s (--insecure)", config.controller)
         # The twin answers in microseconds; a real board reads sysfs, which may block.
-        self._blocking = not getattr(device, "cheap_io", False)
+        self._blocking = not device.capabilities.cheap_io
 
     # --- device calls ---------------------------------------------------------------------------
     async def _call(self, fn: Callable[[], object]) -> object:
-        return await asyncio.to_thread(fn) if self._blocking else fn()
+        return await to_thread(fn) if self._blocking else fn()
 
     async def _sample_loop(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
@@ -85,19 +144,25 @@ class AgentLink:
 
     # --- the session ------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
-        """Until ``stop`` is set: connect, serve the session, back off, reconnect."""
+        """Until ``stop`` is set: connect, serve the session, back off, reconnect. When it ends, runs in flight stop."""
+        self._loop = asyncio.get_running_loop()
+        self.executor.on_progress = self._progress_from_thread
         sampler = asyncio.create_task(self._sample_loop(stop))
         attempt = 0
         try:
             while not stop.is_set():
                 welcomed_before = self.sessions
+                self.attempts += 1
                 try:
                     await self._session(stop)
                 except grpc.aio.AioRpcError as e:
                     refused = e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
                                                grpc.StatusCode.DEADLINE_EXCEEDED)
-                    (log.warning if refused else log.info)("%s: controller %s: %s %s", self.device_id,
-                                                           self.config.controller, e.code().name, e.details())
+                    # An unreachable controller is worth a warning at the first failure and every 20th after it
+                    # (a TLS handshake the controller refuses looks the same from here); the rest is info.
+                    loud = refused or attempt % 20 == 0
+                    (log.warning if loud else log.info)("%s: controller %s: %s %s", self.device_id,
+                                                        self.config.controller, e.code().name, e.details())
                     if refused:  # the controller refused this agent (bad hello, id taken): keep it visible
                         self.notices.append(common_pb2.Error(code=e.code().name, message=e.details() or ""))
                 finally:
@@ -109,19 +174,33 @@ class AgentLink:
                                         rng=self.rng)
                 try:
                     await asyncio.wait_for(stop.wait(), delay)
-                except TimeoutError:
+                except asyncio.TimeoutError:
                     pass
         finally:
             sampler.cancel()
+            self.executor.close()
+
+    def _progress_from_thread(self, msg: agent_pb2.TrainingProgress) -> None:
+        """A training's progress report, from its worker thread: onto the current session, if there is one."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._send_progress, msg)
+
+    def _send_progress(self, msg: agent_pb2.TrainingProgress) -> None:
+        q = self._outq   # while disconnected a report is dropped: the next one is cumulative
+        if q is not None and self.connected.is_set():
+            q.put_nowait(agent_pb2.AgentMessage(progress=msg))
 
     async def _hello(self) -> agent_pb2.AgentMessage:
         mode = await self._call(self.device.read_mode)
         board = common_pb2.BoardInfo(device_id=self.device_id, model=self.info.model, serial=self.info.serial,
                                      software=dict(self.info.software), catalog=catalog_to_pb(self.info.catalog),
-                                     emulated=self.info.emulated, workloads=sorted(WORKLOADS))
+                                     emulated=self.info.emulated, workloads=self.workloads.names(),
+                                     broken_workloads=self.workloads.broken, speed=self.info.speed)
         return agent_pb2.AgentMessage(hello=agent_pb2.Hello(board=board, current_mode=mode_to_pb(mode),  # type: ignore[arg-type]
                                                             agent_version=self.info.software.get("jetfleet", ""),
-                                                            protocol=PROTOCOL, metrics_port=self.metrics_port))
+                                                            protocol=defaults.PROTOCOL_VERSION, metrics_port=self.metrics_port,
+                                                            instance_id=self.executor.instance_id))
 
     async def _session(self, stop: asyncio.Event) -> None:
         outq: asyncio.Queue[agent_pb2.AgentMessage | None] = asyncio.Queue()
@@ -145,11 +224,10 @@ class AgentLink:
                 first = await call.read()
                 if first is _EOF or first.WhichOneof("kind") != "welcome":
                     return
+                self._welcome(first.welcome)
                 w = first.welcome
-                self._batch_s = w.telemetry_interval_s or self._batch_s
-                self._heartbeat_s = w.heartbeat_interval_s or self._heartbeat_s
-                self._max_batch = w.max_batch_samples or self._max_batch
                 self.sessions += 1
+                self._outq = outq
                 self.connected.set()
                 log.info("%s: connected to %s (session %s)", self.device_id, self.config.controller, w.session_id)
                 tasks = [asyncio.create_task(self._send_loop(outq)), asyncio.create_task(self._heartbeat_loop(outq)),
@@ -165,14 +243,39 @@ class AgentLink:
                         return
                     kind = msg.WhichOneof("kind")
                     if kind == "command":
+                        tasks = [t for t in tasks if not t.done()]
+                        if len(tasks) >= 3 + MAX_COMMANDS_IN_FLIGHT:  # 3: the send, heartbeat and stop loops
+                            outq.put_nowait(agent_pb2.AgentMessage(result=agent_pb2.CommandResult(
+                                command_id=msg.command.command_id[:160], ok=False, error=error_pb(ResourceExhausted(
+                                    f"{MAX_COMMANDS_IN_FLIGHT} commands are waiting already", field="command")))))
+                            continue
                         tasks.append(asyncio.create_task(self._command(msg.command, outq)))
                     elif kind == "notice":
                         log.warning("%s: controller refused a message: %s", self.device_id, msg.notice.error.message)
                         self.notices.append(msg.notice.error)
             finally:
+                self._outq = None
                 for t in tasks:
                     t.cancel()
                 outq.put_nowait(None)
+
+    def _welcome(self, w: agent_pb2.Welcome) -> None:
+        """Take the controller's intervals and batch size where they are within WELCOME_BOUNDS; keep our own otherwise."""
+        current = {"heartbeat_interval_s": self._heartbeat_s, "telemetry_interval_s": self._batch_s,
+                   "max_batch_samples": self._max_batch}
+        for name, (lo, hi) in WELCOME_BOUNDS.items():
+            value = getattr(w, name)
+            if value and lo <= value <= hi:  # NaN fails both comparisons
+                current[name] = value
+            elif value:
+                log.warning("%s: controller's welcome has %s=%r outside %s..%s; keeping %s", self.device_id, name,
+                            value, lo, hi, current[name])
+        self._heartbeat_s = float(current["heartbeat_interval_s"])
+        self._batch_s = float(current["telemetry_interval_s"])
+        self._max_batch = int(current["max_batch_samples"])
+        self._columns, self._fold = w.columns, w.folded_heartbeats
+        self._last_beat = -1e9   # a new session: its first heartbeat goes at once
+        self.executor.columns = w.columns
 
     async def _stop_watch(self, stop: asyncio.Event, call: grpc.aio.StreamStreamCall,
                           outq: asyncio.Queue[agent_pb2.AgentMessage | None]) -> None:
@@ -183,25 +286,39 @@ class AgentLink:
         call.cancel()
 
     async def _send_loop(self, outq: asyncio.Queue[agent_pb2.AgentMessage | None]) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self._batch_s)
             n = min(len(self.buffer), self._max_batch)
             if n == 0 and not self.dropped:
                 continue
-            samples = [sample_to_pb(self.buffer.popleft()) for _ in range(n)]
-            outq.put_nowait(agent_pb2.AgentMessage(telemetry=agent_pb2.TelemetryBatch(samples=samples,
-                                                                                      dropped=self.dropped)))
+            taken = [self.buffer.popleft() for _ in range(n)]
+            cols = columns_from_samples(taken) if self._columns else None
+            if cols is not None:
+                batch = agent_pb2.TelemetryBatch(columns=cols, dropped=self.dropped)
+            else:
+                batch = agent_pb2.TelemetryBatch(samples=[sample_to_pb(s) for s in taken], dropped=self.dropped)
+            if self._fold:   # a batch is due anyway: it carries the heartbeat, the heartbeat loop skips one
+                batch.heartbeat.CopyFrom(await self._beat())
+                self._last_beat = loop.time()
+            outq.put_nowait(agent_pb2.AgentMessage(telemetry=batch))
             self.dropped = 0
 
+    async def _beat(self) -> agent_pb2.Heartbeat:
+        mode = await self._call(self.device.read_mode)
+        if self.metrics:
+            self.metrics.set_mode(mode)  # type: ignore[arg-type]
+        return agent_pb2.Heartbeat(t_s=self.device.now_s(), current_mode=mode_to_pb(mode),  # type: ignore[arg-type]
+                                   busy_command_id=self.executor.busy)
+
     async def _heartbeat_loop(self, outq: asyncio.Queue[agent_pb2.AgentMessage | None]) -> None:
+        loop = asyncio.get_running_loop()
         while True:
-            mode = await self._call(self.device.read_mode)
-            if self.metrics:
-                self.metrics.set_mode(mode)  # type: ignore[arg-type]
-            outq.put_nowait(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat(
-                t_s=self.device.now_s(), current_mode=mode_to_pb(mode),  # type: ignore[arg-type]
-                busy_command_id=self.executor.busy)))
-            await asyncio.sleep(self._heartbeat_s)
+            # A heartbeat of its own only when none went out in a batch for most of an interval.
+            if loop.time() - self._last_beat >= 0.75 * self._heartbeat_s:
+                outq.put_nowait(agent_pb2.AgentMessage(heartbeat=await self._beat()))
+                self._last_beat = loop.time()
+            await asyncio.sleep(max(0.0, self._last_beat + self._heartbeat_s - loop.time()))
 
     async def _command(self, cmd: agent_pb2.Command, outq: asyncio.Queue[agent_pb2.AgentMessage | None]) -> None:
         try:
@@ -212,4 +329,7 @@ class AgentLink:
             outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=cmd.command_id,
                                                                              accepted=False, error=error_pb(e))))
         result = await self.executor.execute(cmd)
-        outq.put_nowait(agent_pb2.AgentMessage(result=result))
+        messages = await to_thread(result_messages, result) if result.ByteSize() > PART_BYTES else [
+            agent_pb2.AgentMessage(result=result)]
+        for msg in messages:
+            outq.put_nowait(msg)

@@ -8,6 +8,12 @@
    modelled), then keep ``minibatches`` minibatches.
 4. Find the steady state: the first power sample >= 1.25 x the mean of the 10 before it marks the
    start of real work. Keep the window's minibatch times and every power sample inside it.
+
+The window keeps at least ``minibatches`` minibatches and, when those take less than
+MIN_WINDOW_SAMPLES sample intervals (a 1-minibatch LSTM profile lasts 11 ms), as many more as it
+takes to hold MIN_WINDOW_SAMPLES power samples: a profile's power is always measured, never NaN.
+A window that still holds no power sample is an error (the controller profiles the mode again).
+A cancel (``cancel`` set) stops the run after the current minibatch.
 """
 
 from __future__ import annotations
@@ -19,30 +25,36 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jetfleet.agent.device.base import Device, TelemetrySample
-from jetfleet.agent.measure import Summary, summarise
-from jetfleet.agent.workloads.registry import MAX_MINIBATCHES, check_run_args, get_workload
+from jetfleet.shared import defaults
 from jetfleet.shared.catalog import PowerMode
-from jetfleet.shared.errors import DeviceError, InvalidArgument
+from jetfleet.shared.errors import Cancelled, DeviceError, InvalidArgument
+from jetfleet.shared.summary import Summary, summarise
+from jetfleet.shared.workloads import MAX_MINIBATCHES, WorkloadRegistry, check_run_args
 
 STEADY_FACTOR = 1.25
 STEADY_LOOKBACK = 10
 REAL_WARMUP_S = 30.0
 TWIN_WARMUP_S = 1.0
 MIN_MINIBATCH_S = 0.002   # bounds how many minibatches a warm-up may take
+MIN_WINDOW_SAMPLES = 3    # power samples a kept window must span (it grows by minibatches until it does)
 
 
 @dataclass(frozen=True)
 class ProfileRequest:
+    """One mode to profile, and how."""
+
     workload: str
     mode: PowerMode
-    minibatches: int = 40
-    minibatch_size: int = 16
-    workers: int = 4
+    minibatches: int = defaults.MINIBATCHES
+    minibatch_size: int = defaults.MINIBATCH_SIZE
+    workers: int = defaults.WORKERS
     warmup_s: float | None = None       # None: 30 s on a real board, 1 s on the twin
-    sample_interval_s: float = 0.1
+    sample_interval_s: float = defaults.SAMPLE_INTERVAL_S
 
-    def check(self) -> None:
-        get_workload(self.workload)
+    def check(self, workloads: WorkloadRegistry | None = None) -> None:
+        """Refuse a request out of bounds (before anything touches the board); ``workloads`` is what the board runs
+        (the built-ins when None)."""
+        (workloads or WorkloadRegistry.builtin()).get(self.workload)
         check_run_args(self.minibatches, self.minibatch_size, self.workers)
         if self.warmup_s is not None and not 0 <= self.warmup_s <= 3600:
             raise InvalidArgument(f"warmup_s={self.warmup_s} is out of range; allowed 0..3600", field="warmup_s")
@@ -53,6 +65,8 @@ class ProfileRequest:
 
 @dataclass(frozen=True)
 class Profile:
+    """A profiled mode: the kept window's minibatch times and every power sample inside it."""
+
     workload: str
     mode: PowerMode
     minibatch_times_s: list[float]      # the kept window
@@ -111,28 +125,50 @@ class _BoardClockRecorder:
         self.t0 = self.device.now_s() - self.interval_s * STEADY_LOOKBACK  # the board was idle before
 
     def stop(self) -> list[TelemetrySample]:
-        return self.device.trace(self.t0, self.device.now_s(), self.interval_s)  # type: ignore[attr-defined, no-any-return]
+        return self.device.trace(self.t0, self.device.now_s(), self.interval_s)
 
 
-def profile(device: Device, req: ProfileRequest,
-            observer: Callable[[int, float], object] | None = None) -> Profile:
-    req.check()
+def _window(times: Sequence[float], first: int, minibatches: int, min_window_s: float) -> list[float]:
+    """The kept minibatches from ``first``: at least ``minibatches`` of them, more until they last ``min_window_s``."""
+    kept = list(times[first:first + minibatches])
+    total = sum(kept)
+    for t in times[first + minibatches:]:
+        if total >= min_window_s:
+            break
+        kept.append(t)
+        total += t
+    return kept
+
+
+def profile(device: Device, req: ProfileRequest, observer: Callable[[int, float], object] | None = None,
+            cancel: threading.Event | None = None, workloads: WorkloadRegistry | None = None) -> Profile:
+    """Profile ``req.mode`` on ``device`` the papers' way (this module's docstring); Cancelled if ``cancel`` is set."""
+    req.check(workloads)
     confirmed = device.apply_mode(req.mode)
     emulated = device.describe().emulated
     warmup_s = req.warmup_s if req.warmup_s is not None else (TWIN_WARMUP_S if emulated else REAL_WARMUP_S)
-    recorder = (_BoardClockRecorder if hasattr(device, "trace") else _SamplerThread)(device, req.sample_interval_s)
+    recorder = (_BoardClockRecorder if device.capabilities.power_trace else _SamplerThread)(device,
+                                                                                            req.sample_interval_s)
+    min_window_s = MIN_WINDOW_SAMPLES * req.sample_interval_s
     elapsed = [0.0]
     warm = [0]
+    window = [0.0]   # seconds of the minibatches kept so far
 
     def on_minibatch(i: int, t: float) -> bool:
         if observer is not None:
             observer(i, t)
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(f"profile of {req.workload} in {req.mode} cancelled after {i + 1} minibatches",
+                            field="command_id")
         if elapsed[0] < warmup_s:
             warm[0] = i + 1
+        else:
+            window[0] += t
         elapsed[0] += t
-        return i + 1 - warm[0] >= req.minibatches
+        # Twice the minimum window: the steady state found afterwards may start a little later.
+        return i + 1 - warm[0] >= req.minibatches and window[0] >= 2 * min_window_s
 
-    limit = min(MAX_MINIBATCHES, req.minibatches + math.ceil(warmup_s / MIN_MINIBATCH_S) + 1)
+    limit = min(MAX_MINIBATCHES, req.minibatches + math.ceil((warmup_s + 2 * min_window_s) / MIN_MINIBATCH_S) + 1)
     recorder.start()
     try:
         run = device.run_minibatches(req.workload, limit, minibatch_size=req.minibatch_size, workers=req.workers,
@@ -147,11 +183,14 @@ def profile(device: Device, req: ProfileRequest,
     first = warm[0]
     while first < len(starts) and starts[first] < steady_start:  # real work began later than we thought
         first += 1
-    kept = run.minibatch_times_s[first:first + req.minibatches]
+    kept = _window(run.minibatch_times_s, first, req.minibatches, min_window_s)
     if not kept:
         raise DeviceError(f"no minibatch of {req.workload} ran after the steady state was reached", field="mode")
     window_start = starts[first]
     window_end = window_start + sum(kept)
     power = [s for s in samples if window_start <= s.t_s <= window_end]
+    if not power:
+        raise DeviceError(f"the measured window of {req.workload} in {req.mode} ({window_end - window_start:.3f} s) "
+                          "holds no power sample", field="power")
     return Profile(req.workload, confirmed, kept, power, idx is not None, window_start, window_end,
-                   summarise(kept, power))
+                   summarise(kept, [s.total_w for s in power]))

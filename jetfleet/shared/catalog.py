@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
+from jetfleet.shared.bounds import DEFAULT_MAX_POWER_W
+from jetfleet.shared.compat import toml_reader
 from jetfleet.shared.errors import InvalidArgument, NotFound
 
 KNOBS = ("cores", "cpu_mhz", "gpu_mhz", "mem_mhz")
+# A catalog is the product of four knobs. Real boards have 1,800 (Orin Nano) to 29,232 (AGX Xavier)
+# modes; a catalog from a hello or an import may have at most this many.
+MAX_CATALOG_MODES = 1_000_000
+# ``grid()`` builds the list of modes; larger grids are counted and sampled by index (``mode_at``).
+MAX_GRID_MODES = 200_000
 
 
 def format_mhz(value: float) -> str:
@@ -31,6 +37,8 @@ def format_mhz(value: float) -> str:
 
 @dataclass(frozen=True, order=True)
 class PowerMode:
+    """A power mode: online CPU cores and CPU, GPU and memory (EMC) clocks in MHz; ``str()`` gives CORES/CPU/GPU/MEM."""
+
     cores: int
     cpu_mhz: float
     gpu_mhz: float
@@ -41,6 +49,7 @@ class PowerMode:
                          format_mhz(self.mem_mhz)])
 
     def as_tuple(self) -> tuple[int, float, float, float]:
+        """(cores, CPU MHz, GPU MHz, memory MHz): the knob vector the models train on."""
         return (self.cores, self.cpu_mhz, self.gpu_mhz, self.mem_mhz)
 
 
@@ -59,6 +68,8 @@ def _nearest(values: Sequence[float], x: float, n: int = 2) -> list[float]:
 
 @dataclass(frozen=True)
 class Catalog:
+    """A board model's power modes (each knob's allowed values), its presets, rails, named grids and twin parameters."""
+
     model: str
     name: str
     cores: tuple[int, ...]
@@ -70,17 +81,21 @@ class Catalog:
     grid_specs: Mapping[str, Mapping[str, tuple[float, ...]]] = field(default_factory=dict)
     device_tree_match: tuple[str, ...] = ()
     twin: Mapping[str, Any] = field(default_factory=dict)
+    max_power_w: float = DEFAULT_MAX_POWER_W   # physically possible board power ([limits] in the TOML file)
 
     # --- knobs -------------------------------------------------------------------------------
     def knob_values(self, knob: str) -> tuple[float, ...]:
+        """The allowed values of one knob (``cores``, ``cpu_mhz``, ``gpu_mhz`` or ``mem_mhz``), ascending."""
         return tuple(getattr(self, knob))
 
     @property
     def size(self) -> int:
+        """The number of modes in the full grid (the product of the knobs' value counts)."""
         return len(self.cores) * len(self.cpu_mhz) * len(self.gpu_mhz) * len(self.mem_mhz)
 
     @property
     def maxn(self) -> PowerMode:
+        """The MAXN preset, or every knob at its maximum when the catalog has no MAXN."""
         return self.presets.get("MAXN") or PowerMode(
             max(self.cores), max(self.cpu_mhz), max(self.gpu_mhz), max(self.mem_mhz))
 
@@ -105,29 +120,37 @@ class Catalog:
                 return int(a) if knob == "cores" else float(a)
         raise AssertionError(knob)
 
+    def preset_named(self, text: str) -> str | None:
+        """The catalog's spelling of the preset ``text`` names (case-insensitive), or None if it names none."""
+        text = text.strip().lower()
+        return next((name for name in self.presets if name.lower() == text), None)
+
     def parse_mode(self, text: str) -> PowerMode:
         """Parse ``CORES/CPU/GPU/MEM`` (MHz) or a preset name (case-insensitive)."""
+        name = self.preset_named(text)
+        if name is not None:
+            return self.presets[name]
         text = text.strip()
-        for name, mode in self.presets.items():
-            if text.lower() == name.lower():
-                return mode
         parts = text.split("/")
         if len(parts) != 4:
             names = ", ".join(self.presets) or "none"
             raise InvalidArgument(
-                f"mode {text!r} is neither CORES/CPU_MHZ/GPU_MHZ/MEM_MHZ (e.g. {self.maxn}) "
+                f"mode {text[:64]!r} is neither CORES/CPU_MHZ/GPU_MHZ/MEM_MHZ (e.g. {self.maxn}) "
                 f"nor a preset of {self.model} ({names})", field="mode")
         values: list[float] = []
-        for knob, part in zip(KNOBS, parts, strict=True):
+        for knob, part in zip(KNOBS, parts):
             try:
                 values.append(float(part))
             except ValueError:
-                raise InvalidArgument(f"{knob} {part!r} is not a number in mode {text!r}", field=knob) from None
+                raise InvalidArgument(f"{knob} {part[:32]!r} is not a number in mode {text[:64]!r}", field=knob) from None
+        if not all(math.isfinite(v) for v in values):
+            raise InvalidArgument(f"mode {text[:64]!r} has a value that is not a finite number", field="mode")
         if values[0] != int(values[0]):
-            raise InvalidArgument(f"cores must be a whole number, got {parts[0]!r}", field="cores")
+            raise InvalidArgument(f"cores must be a whole number, got {parts[0][:32]!r}", field="cores")
         return self.validate(PowerMode(int(values[0]), values[1], values[2], values[3]))
 
     def preset_name(self, mode: PowerMode) -> str | None:
+        """The name of the preset equal to ``mode``, or None."""
         for name, preset in self.presets.items():
             if preset == mode:
                 return name
@@ -136,21 +159,60 @@ class Catalog:
     # --- grids ---------------------------------------------------------------------------------
     @property
     def grid_names(self) -> tuple[str, ...]:
+        """The grids a campaign can name: ``full``, the catalog's own, and ``presets``."""
         return ("full", *sorted(self.grid_specs), "presets")
 
-    def grid(self, name: str) -> list[PowerMode]:
-        if name == "presets":
-            return list(dict.fromkeys(self.presets.values()))
+    def _axes(self, name: str) -> list[tuple[float, ...]]:
         if name == "full":
             spec: Mapping[str, tuple[float, ...]] = {}
         elif name in self.grid_specs:
             spec = self.grid_specs[name]
         else:
             raise InvalidArgument(
-                f"grid {name!r} is not defined for {self.model}; allowed: {', '.join(self.grid_names)}",
+                f"grid {name[:64]!r} is not defined for {self.model}; allowed: {', '.join(self.grid_names)}",
                 field="grid")
-        axes = [spec.get(k) or self.knob_values(k) for k in KNOBS]
+        return [tuple(spec.get(k) or self.knob_values(k)) for k in KNOBS]
+
+    def grid_size(self, name: str) -> int:
+        """How many modes a named grid has, counted without building it."""
+        if name == "presets":
+            return len(set(self.presets.values()))
+        n = 1
+        for axis in self._axes(name):
+            n *= len(axis)
+        return n
+
+    def grid(self, name: str) -> list[PowerMode]:
+        """The modes of a named grid (``full``, ``presets`` or one of the catalog's); InvalidArgument otherwise,
+        or when the grid has more than MAX_GRID_MODES modes (count and sample those with ``grid_size``/``sample``)."""
+        if name == "presets":
+            return list(dict.fromkeys(self.presets.values()))
+        size = self.grid_size(name)
+        if size > MAX_GRID_MODES:
+            raise InvalidArgument(f"grid {name!r} of {self.model} has {size} modes; at most {MAX_GRID_MODES} can be "
+                                  "listed at once (sample it with random:K)", field="grid")
+        axes = self._axes(name)
         return [PowerMode(int(c), float(f), float(g), float(m)) for c, f, g, m in itertools.product(*axes)]
+
+    def mode_at(self, index: int) -> PowerMode:
+        """The mode at ``index`` of the ``full`` grid (the inverse of ``index_of``), by mixed-radix arithmetic."""
+        if not 0 <= index < self.size:
+            raise InvalidArgument(f"mode index {index} is outside 0..{self.size - 1}", field="index")
+        values = []
+        for knob in reversed(KNOBS):
+            axis = self.knob_values(knob)
+            index, i = divmod(index, len(axis))
+            values.append(axis[i])
+        m, g, f, c = values
+        return PowerMode(int(c), float(f), float(g), float(m))
+
+    def sample(self, k: int, seed: int) -> list[PowerMode]:
+        """``k`` distinct modes of the full grid drawn with ``seed``, without building the grid.
+
+        The same modes ``random.Random(seed).sample(self.grid("full"), k)`` picks: sampling works on indices."""
+        if not 1 <= k <= self.size:
+            raise InvalidArgument(f"K must be 1..{self.size} for {self.model}, got {k}", field="modes")
+        return [self.mode_at(i) for i in random.Random(seed).sample(range(self.size), k)]
 
     def index_of(self, mode: PowerMode) -> int:
         """Position of a mode in the ``full`` grid (a dense id for storage and arrays)."""
@@ -161,13 +223,21 @@ class Catalog:
 
     # --- rails ---------------------------------------------------------------------------------
     def rail_labels(self) -> list[str]:
+        """The labels of the board's power rails, in catalog order."""
         return [r.label for r in self.rails]
 
+    @cached_property
+    def rail_label_set(self) -> frozenset[str]:
+        """The labels of the board's power rails as a set (computed once per catalog: telemetry checks use it)."""
+        return frozenset(r.label for r in self.rails)
+
     def total_power_w(self, rail_power_w: Mapping[str, float]) -> float:
+        """Board power (W): the sum of the given rails that count towards the total; others are ignored."""
         counted = _total_labels(self.rails)
         return sum(w for label, w in rail_power_w.items() if label in counted)
 
     def to_dict(self) -> dict[str, Any]:
+        """The catalog as JSON-ready data for the store, without its device-tree matches or twin parameters."""
         return {
             "model": self.model, "name": self.name, "cores": list(self.cores),
             "cpu_mhz": list(self.cpu_mhz), "gpu_mhz": list(self.gpu_mhz), "mem_mhz": list(self.mem_mhz),
@@ -178,7 +248,7 @@ class Catalog:
         }
 
 
-@cache
+@lru_cache(maxsize=None)
 def _total_labels(rails: tuple[Rail, ...]) -> frozenset[str]:
     return frozenset(r.label for r in rails if r.in_total)
 
@@ -194,6 +264,10 @@ def catalog_from_knobs(model: str, cores: Iterable[int], cpu_mhz: Iterable[float
     for knob in KNOBS:
         if not base.knob_values(knob):
             raise InvalidArgument(f"catalog for {model} has no {knob} values", field=knob)
+    if base.size > MAX_CATALOG_MODES:
+        counts = " x ".join(str(len(base.knob_values(k))) for k in KNOBS)
+        raise InvalidArgument(f"catalog for {model} has {base.size} modes ({counts}); at most {MAX_CATALOG_MODES} "
+                              "are allowed", field="catalog")
     parsed = {k: base.parse_mode(v) for k, v in (presets or {}).items()}
     return Catalog(**{**base.__dict__, "presets": parsed})
 
@@ -208,7 +282,7 @@ def catalog_from_dict(d: Mapping[str, Any]) -> Catalog:
 
 
 def _load(text: str) -> Catalog:
-    data = tomllib.loads(text)
+    data = toml_reader.loads(text)
     knobs = data["knobs"]
     rails = tuple(Rail(r["label"], tuple(r["parts"]), bool(r["in_total"])) for r in data.get("rails", []))
     cat = catalog_from_knobs(data["model"], knobs["cores"], knobs["cpu_mhz"], knobs["gpu_mhz"],
@@ -222,13 +296,15 @@ def _load(text: str) -> Catalog:
                 cat.validate(PowerMode(**{**cat.maxn.__dict__, knob: v}))
     return Catalog(**{**cat.__dict__, "grid_specs": grids,
                       "device_tree_match": tuple(data.get("device_tree_match", ())),
-                      "twin": data.get("twin", {})})
+                      "twin": data.get("twin", {}),
+                      "max_power_w": float(data.get("limits", {}).get("max_power_w", DEFAULT_MAX_POWER_W))})
 
 
-@cache
+@lru_cache(maxsize=None)
 def builtin_catalogs() -> dict[str, Catalog]:
+    """The catalogs of ``jetfleet/shared/boards/*.toml`` by board model, loaded once."""
     out: dict[str, Catalog] = {}
-    for entry in resources.files("jetfleet.shared.boards").iterdir():
+    for entry in sorted((Path(__file__).parent / "boards").iterdir()):  # package data (no importlib.resources.files on 3.8)
         if entry.name.endswith(".toml"):
             cat = _load(entry.read_text())
             out[cat.model] = cat
@@ -236,11 +312,19 @@ def builtin_catalogs() -> dict[str, Catalog]:
 
 
 def load_catalog_file(path: Path) -> Catalog:
+    """A catalog from a board TOML file laid out like the built-in ones."""
     return _load(path.read_text())
 
 
+def power_limit_w(model: str) -> float:
+    """The most power (W) a board of ``model`` can draw: its built-in catalog's limit, else DEFAULT_MAX_POWER_W."""
+    cat = builtin_catalogs().get(model)
+    return cat.max_power_w if cat is not None else DEFAULT_MAX_POWER_W
+
+
 def get_catalog(model: str) -> Catalog:
+    """The built-in catalog of ``model``; NotFound listing the known models otherwise."""
     cats = builtin_catalogs()
     if model not in cats:
-        raise NotFound(f"unknown board model {model!r}; known: {', '.join(sorted(cats))}", field="board")
+        raise NotFound(f"unknown board model {model[:64]!r}; known: {', '.join(sorted(cats))}", field="board")
     return cats[model]

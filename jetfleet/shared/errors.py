@@ -19,30 +19,50 @@ class JetfleetError(Exception):
 
 
 class InvalidArgument(JetfleetError):
+    """A request or message is malformed or out of bounds; ``field`` names the culprit."""
+
     code = "INVALID_ARGUMENT"
 
 
 class NotFound(JetfleetError):
+    """The named board, board model, workload, campaign, model or file does not exist."""
+
     code = "NOT_FOUND"
 
 
 class AlreadyExists(JetfleetError):
+    """Something with that name exists already (a device id connected from another board, a lab CA)."""
+
     code = "ALREADY_EXISTS"
 
 
 class FailedPrecondition(JetfleetError):
+    """The request is valid but the current state refuses it (e.g. pausing a finished campaign)."""
+
     code = "FAILED_PRECONDITION"
 
 
 class Unavailable(JetfleetError):
+    """A board, the controller or the store cannot be reached now; a retry may succeed."""
+
     code = "UNAVAILABLE"
 
 
 class PermissionDenied(JetfleetError):
+    """The peer's certificate lacks the role, or the identity, the call needs."""
+
     code = "PERMISSION_DENIED"
 
 
+class Unauthenticated(JetfleetError):
+    """The peer presented no identity the callee accepts (gRPC's UNAUTHENTICATED)."""
+
+    code = "UNAUTHENTICATED"
+
+
 class DeadlineExceeded(JetfleetError):
+    """A board did not answer in time; its command stays pending and a retry by id does not repeat it."""
+
     code = "DEADLINE_EXCEEDED"
 
 
@@ -52,15 +72,30 @@ class DeviceError(JetfleetError):
     code = "FAILED_PRECONDITION"
 
 
+class StoreUnavailable(Unavailable):
+    """The controller's store (Redis, the SQLite file) cannot be written or read now; nothing was changed.
+
+    Operators see UNAVAILABLE "store unavailable"; campaigns keep their results and retry with backoff."""
+
+
+class Cancelled(JetfleetError):
+    """A command stopped by a cancel command (a profile or a training run); gRPC's CANCELLED."""
+
+    code = "CANCELLED"
+
+
 class ResourceExhausted(JetfleetError):
+    """A limit of the peer was hit (gRPC's RESOURCE_EXHAUSTED, e.g. a message over the size limit)."""
+
     code = "RESOURCE_EXHAUSTED"
 
 
 ERRORS_BY_CODE: dict[str, type[JetfleetError]] = {
     cls.code: cls for cls in (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition, Unavailable,
-                              ResourceExhausted, DeadlineExceeded, PermissionDenied)
+                              ResourceExhausted, DeadlineExceeded, PermissionDenied, Unauthenticated, Cancelled)
 }
 
 
-def error_from_code(code: str, message: str) -> JetfleetError:
-    return ERRORS_BY_CODE.get(code, JetfleetError)(message)
+def error_from_code(code: str, message: str, field: str | None = None) -> JetfleetError:
+    """The domain error of a status code name; an unknown code gives a plain JetfleetError (code INTERNAL)."""
+    return ERRORS_BY_CODE.get(code, JetfleetError)(message, field=field)

@@ -17,62 +17,106 @@ from jetfleet.shared.proto import common_pb2
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# Trailing metadata on every error the controller sends: the client tells the controller's own
+# UNAVAILABLE ("store unavailable", "device offline") from a transport that never reached it.
+ERROR_ORIGIN = ("jetfleet-error", "controller")
+# Trailing metadata naming the request field a refused call got wrong (the domain error's ``field``), so a
+# client (and `--output json`) can say which input to fix without parsing the message.
+ERROR_FIELD_KEY = "jetfleet-error-field"
 
 
 def status_of(err: JetfleetError) -> grpc.StatusCode:
+    """The gRPC status code of a domain error."""
     return getattr(grpc.StatusCode, err.code, grpc.StatusCode.INTERNAL)
 
 
 def error_pb(err: BaseException) -> common_pb2.Error:
+    """An error as a wire message; an unexpected one is logged here and sent as INTERNAL without detail."""
     if isinstance(err, JetfleetError):
-        return common_pb2.Error(code=err.code, message=err.message, field=err.field or "")
+        return common_pb2.Error(code=err.code, message=err.message[:2000], field=(err.field or "")[:200])
     log.exception("unexpected error", exc_info=err)
     return common_pb2.Error(code="INTERNAL", message="internal error (see the peer's log)")
 
 
 def rpc(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """Wrap a unary servicer method: map errors to a gRPC status on the context."""
+    """Wrap a unary servicer method: authorise the caller (the servicer's ``authorize``), then map
+    errors to a gRPC status on the context."""
 
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> T:
         try:
-            if hasattr(self, "authorize"):
-                self.authorize(context)
+            self.authorize(context)
             return await fn(self, request, context)
         except JetfleetError as e:
-            await context.abort(status_of(e), e.message)
+            await _abort(context, status_of(e), e.message, e.field)
         except Exception:
             log.exception("%s failed", fn.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, "internal error (see the controller log)")
+            await _abort(context, grpc.StatusCode.INTERNAL, "internal error (see the controller log)")
         raise AssertionError("unreachable")
 
     return wrapper
 
 
 def rpc_stream(fn: Callable[..., AsyncIterator[T]]) -> Callable[..., AsyncIterator[T]]:
-    """The same for server-streaming methods."""
+    """Wrap a server-streaming servicer method the same way: authorise the caller, then map errors."""
 
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[T]:
         try:
-            if hasattr(self, "authorize"):
-                self.authorize(context)
+            self.authorize(context)
             async for item in fn(self, request, context):
                 yield item
         except JetfleetError as e:
-            await context.abort(status_of(e), e.message)
+            await _abort(context, status_of(e), e.message, e.field)
         except Exception:
             log.exception("%s failed", fn.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, "internal error (see the controller log)")
+            await _abort(context, grpc.StatusCode.INTERNAL, "internal error (see the controller log)")
 
     return wrapper
 
 
+MAX_DETAILS = 2000   # characters of an error message on the wire (status details travel in HTTP/2 trailers)
+
+
+async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str,
+                 field: str | None = None) -> None:
+    metadata: tuple[tuple[str, str], ...] = (ERROR_ORIGIN,)
+    if field:  # metadata values are printable ASCII: a field name is an identifier path (hello.board.model)
+        safe = "".join(c for c in field[:200] if " " <= c <= "~")
+        metadata += ((ERROR_FIELD_KEY, safe),)
+    context.set_trailing_metadata(metadata)
+    await context.abort(code, message if len(message) <= MAX_DETAILS else message[:MAX_DETAILS] + "...")
+
+
+def _trailing(e: grpc.RpcError) -> tuple[tuple[str, str], ...]:
+    try:
+        return tuple(e.trailing_metadata() or ())  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - not a call error: it came from no controller
+        return ()
+
+
+def from_controller(e: grpc.RpcError) -> bool:
+    """True if the controller itself sent this error (not the transport failing to reach it)."""
+    return any((k, v) == ERROR_ORIGIN for k, v in _trailing(e))
+
+
+def error_field(e: grpc.RpcError) -> str | None:
+    """The request field the controller named in its error (trailing metadata), if it named one."""
+    for k, v in _trailing(e):
+        if k == ERROR_FIELD_KEY and v:
+            return str(v)
+    return None
+
+
 def from_rpc_error(e: grpc.RpcError) -> JetfleetError:
-    """Client side: a failed call as a domain error (the CLI prints its message)."""
+    """Client side: a failed call as a domain error (the CLI prints its message). A transport failure
+    (no controller answered) is Unavailable("controller unreachable ...")."""
     code = e.code() if hasattr(e, "code") else None
     details = e.details() if hasattr(e, "details") else str(e)
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not details:
-        return Unavailable("controller unreachable")
+    if code == grpc.StatusCode.UNAVAILABLE and not from_controller(e):
+        return Unavailable(f"controller unreachable ({details})" if details else "controller unreachable",
+                           field="controller")
     name = code.name if code is not None else "INTERNAL"
-    return error_from_code(name, details or name)
+    err = error_from_code(name, details or name)
+    err.field = error_field(e)
+    return err

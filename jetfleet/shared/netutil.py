@@ -13,6 +13,7 @@ from jetfleet.shared.tls import TlsFiles
 
 
 def is_loopback(host: str) -> bool:
+    """True if ``host`` is localhost, a loopback address, or a name that resolves only to loopback addresses."""
     if host == "localhost":
         return True
     try:

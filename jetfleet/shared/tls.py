@@ -8,22 +8,28 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from jetfleet.shared.bounds import check_id
 from jetfleet.shared.errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied
 
 ROLES = ("controller", "agent", "operator")
+_DNS_NAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?\Z")
 CA_NAME = "ca"
 
 
 @dataclass(frozen=True)
 class TlsFiles:
+    """The paths of the lab CA and, where needed, a certificate and its key."""
+
     ca: Path
     cert: Path | None = None
     key: Path | None = None
 
     def read(self) -> tuple[bytes, bytes | None, bytes | None]:
+        """The PEM bytes of (CA, certificate, key), None for those not given; NotFound if a file is missing."""
         for p in (self.ca, self.cert, self.key):
             if p is not None and not p.is_file():
                 raise NotFound(f"TLS file {p} does not exist", field="tls")
@@ -31,13 +37,46 @@ class TlsFiles:
                 self.key.read_bytes() if self.key else None)
 
 
+def _write(path: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` to a new file beside ``path`` with ``mode``, then rename it over ``path``: the mode holds
+    on every write (an old 0644 key does not stay 0644), and a crash leaves the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.fchmod(fd, mode)  # O_CREAT's mode is masked by the umask and ignored for an existing file
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+
+
 def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    _write(path, data, 0o600)
+
+
+def _write_public(path: Path, data: bytes) -> None:
+    _write(path, data, 0o644)
+
+
+def role_of(cert_path: Path) -> str:
+    """The role (organisational unit) of an issued certificate file; '' for the CA or an unreadable file."""
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    try:
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    except (OSError, ValueError):
+        return ""
+    ou = cert.subject.get_attributes_for_oid(NameOID.ORGANIZATIONAL_UNIT_NAME)
+    return str(ou[0].value) if ou else ""
 
 
 def init_ca(directory: Path, name: str = "jetfleet lab CA", days: int = 3650, force: bool = False) -> Path:
+    """Create the lab CA in ``directory`` (``ca.crt``, and ``ca.key`` written 0600); returns the certificate's path.
+
+    AlreadyExists if there is one already, unless ``force``."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -60,23 +99,32 @@ def init_ca(directory: Path, name: str = "jetfleet lab CA", days: int = 3650, fo
             .sign(key, hashes.SHA256()))
     _write_private(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                serialization.NoEncryption()))
-    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_public(crt, cert.public_bytes(serialization.Encoding.PEM))
     return crt
 
 
 def issue(directory: Path, role: str, name: str, *, sans: list[str] | None = None, days: int = 825) -> tuple[Path, Path]:
+    """Issue a certificate for ``role`` and ``name``, signed by the lab CA; returns (certificate path, key path).
+
+    Its common name is ``name`` and its organisational unit the role; a controller's also covers
+    localhost, 127.0.0.1 and ::1."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
     if role not in ROLES:
-        raise InvalidArgument(f"role {role!r}: expected one of {', '.join(ROLES)}", field="role")
-    if not name or len(name) > 64 or any(c.isspace() or c in "/\\" for c in name):
-        raise InvalidArgument("NAME must be 1..64 characters without spaces or slashes", field="name")
+        raise InvalidArgument(f"role {role[:32]!r}: expected one of {', '.join(ROLES)}", field="role")
+    check_id(name, "NAME")
+    if name == CA_NAME:
+        raise InvalidArgument(f"NAME {name!r} is the lab CA's file name; choose another name", field="NAME")
     ca_crt, ca_key = directory / f"{CA_NAME}.crt", directory / f"{CA_NAME}.key"
     if not ca_crt.exists() or not ca_key.exists():
         raise NotFound(f"no CA in {directory}: run `jetfleet certs init --dir {directory}` first", field="dir")
+    existing = directory / f"{name}.crt"
+    if existing.exists() and role_of(existing) != role:
+        raise AlreadyExists(f"{existing} is a {role_of(existing) or 'foreign'} certificate; a {role} certificate "
+                            f"cannot take the name {name!r}", field="NAME")
     ca = x509.load_pem_x509_certificate(ca_crt.read_bytes())
     ca_private = serialization.load_pem_private_key(ca_key.read_bytes(), None)
     key = ec.generate_private_key(ec.SECP256R1())
@@ -85,8 +133,14 @@ def issue(directory: Path, role: str, name: str, *, sans: list[str] | None = Non
         try:
             names.append(x509.IPAddress(ipaddress.ip_address(s)))
         except ValueError:
+            if not _DNS_NAME.match(s):
+                raise InvalidArgument(f"--san {s[:64]!r} is neither an IP address nor a DNS name (ASCII letters, "
+                                      "digits, '-' and '.', at most 253 characters)", field="san") from None
             names.append(x509.DNSName(s))
-    usage = [ExtendedKeyUsageOID.SERVER_AUTH] if role == "controller" else [ExtendedKeyUsageOID.CLIENT_AUTH]
+    # An agent may serve its metrics over HTTPS with its own certificate (give its address with --san).
+    usage = {"controller": [ExtendedKeyUsageOID.SERVER_AUTH],
+             "agent": [ExtendedKeyUsageOID.CLIENT_AUTH, ExtendedKeyUsageOID.SERVER_AUTH],
+             "operator": [ExtendedKeyUsageOID.CLIENT_AUTH]}[role]
     now = dt.datetime.now(dt.timezone.utc)
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name),
@@ -100,7 +154,7 @@ def issue(directory: Path, role: str, name: str, *, sans: list[str] | None = Non
     crt, key_path = directory / f"{name}.crt", directory / f"{name}.key"
     _write_private(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                serialization.NoEncryption()))
-    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_public(crt, cert.public_bytes(serialization.Encoding.PEM))
     return crt, key_path
 
 

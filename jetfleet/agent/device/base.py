@@ -1,26 +1,47 @@
-"""The device interface every board backend implements (real Jetson, emulated twin)."""
+"""The device interface every board backend implements: the real Jetson (``jetson.py``) and the
+emulated board (``jetfleet.twin``). What a backend can do beyond the common methods is declared in
+its ``capabilities``, never probed with ``hasattr``."""
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
+from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode
-from jetfleet.shared.errors import DeviceError
+from jetfleet.shared.errors import DeviceError, InvalidArgument
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend offers beyond the common interface."""
+
+    # Sampling and mode changes take microseconds and never block, so the agent may call them on
+    # its event loop instead of a worker thread (the twin; not a real board reading sysfs).
+    cheap_io: bool = False
+    # The board can replay the power samples a sampler would have taken over a past interval of its
+    # clock (``Device.trace``): an accelerated twin, whose clock runs ahead of the wall clock.
+    power_trace: bool = False
 
 
 @dataclass(frozen=True)
 class BoardInfo:
+    """Who a board is: model, serial, software versions, its power-mode catalog."""
+
     model: str
     serial: str
     software: Mapping[str, str]  # e.g. {"l4t": "36.3.0", "kernel": "5.15.136-tegra", "jetfleet": "0.1.0"}
     catalog: Catalog
     emulated: bool
+    speed: float = 1.0  # board seconds per wall second: 1 on a real board; an emulated one's acceleration (inf: instant)
 
 
 @dataclass(frozen=True)
 class TelemetrySample:
+    """One reading of the board's sensors."""
+
     t_s: float                      # the board's clock (seconds since the epoch; virtual on a twin)
     rails_w: Mapping[str, float]
     total_w: float
@@ -35,6 +56,8 @@ class TelemetrySample:
 
 @dataclass(frozen=True)
 class RunResult:
+    """The minibatches a run completed, on the board's clock."""
+
     workload: str
     minibatch_times_s: list[float]
     start_s: float                  # board clock when the first minibatch started
@@ -42,14 +65,18 @@ class RunResult:
 
 
 # Called after each minibatch with (index, seconds); returning True ends the run after it.
-MinibatchCallback = Callable[[int, float], "bool | None"]
+MinibatchCallback = Callable[[int, float], Optional[bool]]  # typing.Callable: subscripted at run time (3.8)
 
 
 class Device(abc.ABC):
-    """One board. Methods block; the agent calls them from worker threads."""
+    """One board. Methods block; the agent calls them from worker threads unless
+    ``capabilities.cheap_io`` says they never block."""
+
+    capabilities = Capabilities()
 
     @abc.abstractmethod
-    def describe(self) -> BoardInfo: ...
+    def describe(self) -> BoardInfo:
+        """Model, serial, software and catalog of this board."""
 
     @abc.abstractmethod
     def read_mode(self) -> PowerMode:
@@ -59,23 +86,46 @@ class Device(abc.ABC):
     def _write_mode(self, mode: PowerMode) -> None:
         """Apply an already validated mode."""
 
-    def apply_mode(self, mode: PowerMode) -> PowerMode:
+    def apply_mode(self, mode: PowerMode, preset: str = "") -> PowerMode:
         """Validate against the catalog before touching anything, apply, read back and confirm.
 
-        Returns the confirmed mode; raises DeviceError if the board reports something else."""
-        mode = self.describe().catalog.validate(mode)
-        self._write_mode(mode)
+        ``preset`` names the board's preset the operator asked for (its values must be ``mode``), so a
+        board that has NVIDIA's presets can enter that preset itself. Returns the confirmed mode; raises
+        DeviceError if the board reports something else."""
+        catalog = self.describe().catalog
+        mode = catalog.validate(mode)
+        if preset:
+            if catalog.presets.get(preset) != mode:
+                names = ", ".join(sorted(catalog.presets)) or "none"
+                raise InvalidArgument(f"preset {preset!r} is not {mode} on this {catalog.model} (its presets: {names})",
+                                      field="preset")
+            self._write_preset(preset, mode)
+        else:
+            self._write_mode(mode)
         confirmed = self.read_mode()
         if confirmed != mode:
             raise DeviceError(f"board did not confirm mode {mode}: it reports {confirmed}", field="mode")
         return confirmed
 
-    @abc.abstractmethod
-    def sample(self) -> TelemetrySample: ...
+    def _write_preset(self, name: str, mode: PowerMode) -> None:
+        """Enter the board's preset ``name`` (whose values are ``mode``); by default the same as any mode."""
+        self._write_mode(mode)
 
     @abc.abstractmethod
-    def run_minibatches(self, workload: str, n: int, *, minibatch_size: int = 16, workers: int = 4,
-                        on_minibatch: MinibatchCallback | None = None) -> RunResult: ...
+    def sample(self) -> TelemetrySample:
+        """Read the sensors now."""
+
+    @abc.abstractmethod
+    def run_minibatches(self, workload: str, n: int, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
+                        workers: int = defaults.WORKERS, on_minibatch: MinibatchCallback | None = None) -> RunResult:
+        """Train ``n`` minibatches of a registered workload (fewer if ``on_minibatch`` returns True)."""
+
+    def trace(self, t0_s: float, t1_s: float, period_s: float) -> list[TelemetrySample]:
+        """The samples a sampler every ``period_s`` would have taken from t0 to t1 on the board's clock.
+
+        Only backends whose ``capabilities.power_trace`` is set can replay the past."""
+        raise DeviceError(f"{type(self).__name__} cannot replay power samples; sample it while it runs",
+                          field="power_trace")
 
     def now_s(self) -> float:
         """The board's clock (virtual on an accelerated twin)."""

@@ -1,54 +1,80 @@
-"""Optional telemetry through jetson-stats (``pip install jetfleet[jtop]``; AGPL-3.0, so never a
-hard dependency). It needs the jtop root service running; its clients share one sampling
-interval (its author advises >= 500 ms), so this source is for boards where the agent must not
-read sysfs itself. Its ``avg`` fields are not averages over our window and are ignored: we take
-the instantaneous ``power`` of each rail."""
+"""Telemetry through jetson-stats (``--telemetry jtop``; ``pip install jetfleet[jtop]``, AGPL-3.0, so never
+a hard dependency). It needs the jtop root service running; its clients share one sampling interval
+(its author advises >= 500 ms, so this source samples no faster). Its ``avg`` fields are not averages
+over our window and are ignored: each rail's instantaneous ``power`` is taken. Temperatures are
+normalised like the sysfs source's; clocks, cores and loads come from jtop's cpu, gpu and memory
+readings (jetson-stats 4.x attribute layout)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from jetfleet.agent.device.base import TelemetrySample
-from jetfleet.shared.catalog import Catalog, PowerMode
+from jetfleet.agent.device.telemetry import TelemetrySource
+from jetfleet.agent.device.thermal import OFF_C, normalise
+from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.errors import DeviceError
 
 MIN_INTERVAL_S = 0.5
+JtopFactory = Callable[[float], Any]   # interval (s) -> a jtop client, not yet started
 
 
-def sample_from_jtop(catalog: Catalog, mode: PowerMode, power: Mapping[str, Any],
-                     temperature: Mapping[str, Any], t_s: float) -> TelemetrySample:
-    """Map jtop's ``jetson.power`` / ``jetson.temperature`` dicts (jetson-stats 4.x) to a sample."""
+def default_jtop(interval_s: float) -> Any:
+    """jetson-stats' client; DeviceError naming the extra to install when it is missing."""
+    try:
+        from jtop import jtop  # type: ignore[import-not-found]
+    except ImportError:
+        raise DeviceError("--telemetry jtop needs jetson-stats: pip install 'jetfleet[jtop]' (and its jtop.service)",
+                          field="telemetry") from None
+    return jtop(interval=interval_s)
+
+
+def sample_from_jtop(catalog: Catalog, jetson: Any, t_s: float, mem_mhz: float = 0.0) -> TelemetrySample:
+    """One sample from a jtop client's ``power``, ``temperature``, ``cpu``, ``gpu`` and ``memory`` readings.
+
+    ``mem_mhz`` is used when jtop has no EMC reading on this board."""
     labels = set(catalog.rail_labels())
+    power: Mapping[str, Any] = jetson.power
     rails = {name: float(r["power"]) / 1000.0 for name, r in power.get("rail", {}).items()
              if name in labels and r.get("online", True)}
-    temps = {name: float(t["temp"]) for name, t in temperature.items()
-             if t.get("online", True) and float(t.get("temp", -256)) > -256}
-    return TelemetrySample(t_s=t_s, rails_w=rails, total_w=catalog.total_power_w(rails),
-                           cpu_mhz=mode.cpu_mhz, gpu_mhz=mode.gpu_mhz, mem_mhz=mode.mem_mhz,
-                           cores_online=mode.cores, temps_c=temps)
+    temperature: Mapping[str, Any] = jetson.temperature
+    temps = normalise((name, float(t.get("temp", OFF_C))) for name, t in temperature.items() if t.get("online", True))
+    cores = [c for c in jetson.cpu.get("cpu", []) if c.get("online")]
+    cpu_mhz = max((float(c.get("freq", {}).get("cur", 0)) for c in cores), default=0.0) / 1000.0
+    idle = [float(c["idle"]) for c in cores if "idle" in c]
+    gpus: dict[str, Any] = dict(jetson.gpu)
+    gpu: Mapping[str, Any] = next(iter(gpus.values()), {})
+    emc = jetson.memory.get("EMC", {})
+    return TelemetrySample(
+        t_s=t_s, rails_w=rails, total_w=catalog.total_power_w(rails), cpu_mhz=cpu_mhz,
+        gpu_mhz=float(gpu.get("freq", {}).get("cur", 0)) / 1000.0,
+        mem_mhz=float(emc["cur"]) / 1000.0 if emc.get("online", True) and "cur" in emc else mem_mhz,
+        cores_online=len(cores), temps_c=temps,
+        cpu_util=(sum(100.0 - i for i in idle) / len(idle) / 100.0) if idle else 0.0,
+        gpu_util=float(gpu.get("status", {}).get("load", 0.0)) / 100.0)
 
 
-class JtopTelemetry:
-    """Samples through a running jtop service. ``interval_s`` is clamped to >= 0.5 s."""
+class JtopTelemetry(TelemetrySource):
+    """Samples through a running jtop service; its interval is clamped to >= 0.5 s."""
 
-    def __init__(self, catalog: Catalog, interval_s: float = MIN_INTERVAL_S) -> None:
-        try:
-            from jtop import jtop  # type: ignore[import-not-found]
-        except ImportError:
-            raise DeviceError("jetson-stats is not installed: pip install 'jetfleet[jtop]'",
-                              field="telemetry") from None
+    name = "jtop"
+
+    def __init__(self, catalog: Catalog, *, interval_s: float = MIN_INTERVAL_S, factory: JtopFactory = default_jtop,
+                 mem_mhz: Callable[[], float] = lambda: 0.0) -> None:
         self.catalog = catalog
-        self._jetson = jtop(interval=max(MIN_INTERVAL_S, interval_s))
+        self.interval_s = max(MIN_INTERVAL_S, interval_s)
+        self._mem_mhz = mem_mhz
+        self._jetson = factory(self.interval_s)
         self._jetson.start()
 
-    def sample(self, mode: PowerMode) -> TelemetrySample:
+    def sample(self) -> TelemetrySample:
+        """jtop's latest reading; DeviceError if its service stopped answering."""
         j = self._jetson
         if not j.ok():
-            raise DeviceError("the jtop service stopped answering (is jtop.service running?)",
-                              field="telemetry")
-        return sample_from_jtop(self.catalog, mode, j.power, j.temperature, time.time())
+            raise DeviceError("the jtop service stopped answering (is jtop.service running?)", field="telemetry")
+        return sample_from_jtop(self.catalog, j, time.time(), self._mem_mhz())
 
     def close(self) -> None:
+        """Stop the jtop client."""
         self._jetson.close()

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from jetfleet.agent.device.base import TelemetrySample
+from jetfleet.agent.device.thermal import normalise_mapping
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.errors import InvalidArgument
 
@@ -24,6 +25,8 @@ _TIME = re.compile(r"^(\d\d-\d\d-\d{4} \d\d:\d\d:\d\d)")
 
 @dataclass(frozen=True)
 class TegrastatsLine:
+    """One parsed tegrastats line: rails (mW), per-core CPU load and clock, GPU and EMC load and clock, temperatures."""
+
     timestamp: str | None
     rails_mw: dict[str, tuple[int, int]]          # name -> (instant, average) mW
     cpu: list[tuple[int, int] | None]             # per core (util %, MHz) or None when off
@@ -35,7 +38,7 @@ class TegrastatsLine:
     ram_used_mb: int | None = None
 
     def to_sample(self, catalog: Catalog, t_s: float) -> TelemetrySample:
-        """Keep the rails of the board's rail map (instant values, W)."""
+        """Keep the rails of the board's rail map (instant values, W); temperatures normalised like jtop's."""
         labels = set(catalog.rail_labels())
         rails = {k: v[0] / 1000.0 for k, v in self.rails_mw.items() if k in labels}
         online = [c for c in self.cpu if c is not None]
@@ -43,12 +46,13 @@ class TegrastatsLine:
             t_s=t_s, rails_w=rails, total_w=catalog.total_power_w(rails),
             cpu_mhz=float(max((c[1] for c in online), default=0)),
             gpu_mhz=float(max(self.gpu_mhz, default=0)), mem_mhz=float(self.emc_mhz or 0),
-            cores_online=len(online), temps_c=dict(self.temps_c),
+            cores_online=len(online), temps_c=normalise_mapping(self.temps_c),
             cpu_util=sum(c[0] for c in online) / 100.0 / max(1, len(online)),
             gpu_util=(self.gpu_util_pct or 0) / 100.0)
 
 
 def parse_line(line: str) -> TegrastatsLine:
+    """Parse one tegrastats line of any supported JetPack; InvalidArgument if it has neither a CPU list nor a rail."""
     cpu_m = _CPU.search(line)
     if not cpu_m and not _RAIL.search(line):
         raise InvalidArgument(f"not a tegrastats line: {line[:80]!r}", field="line")

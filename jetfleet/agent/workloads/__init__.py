@@ -1,3 +1,3 @@
-from jetfleet.agent.workloads.registry import WORKLOADS, WorkloadSpec, get_workload
-
-__all__ = ["WORKLOADS", "WorkloadSpec", "get_workload"]
+"""The workloads an agent runs: the torch models (``models``), the real training loop
+(``training``) and their off-board characterisation (``characterise``). The registry of names and
+shapes is shared: ``jetfleet.shared.workloads``."""

@@ -8,7 +8,7 @@ kept in arithmetic-intensity bins rather than summed: a memory-bound op and a co
 of the same total must not average into a moderate one.
 
 Run ``python -m jetfleet.agent.workloads.characterise`` (``make characterise``) to rewrite
-``characterisation.json``; a test fails when the checked-in file no longer matches the models.
+``jetfleet/shared/workloads/characterisation.json``; a test fails when the checked-in file no longer matches the models.
 """
 
 from __future__ import annotations
@@ -17,15 +17,20 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
 
-from jetfleet.agent.workloads.registry import WORKLOADS
-from jetfleet.agent.workloads.training import _loss, build_model, shapes
+from jetfleet.agent.workloads.training import build_model, shapes, training_loss
+from jetfleet.shared import defaults
+from jetfleet.shared import workloads as shared_workloads
+from jetfleet.shared.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from jetfleet.agent.workloads.plugins import WorkloadPlugin
 
 # Intensity bin edges in FLOP/byte; bins are [edge_i, edge_i+1).
 INTENSITY_EDGES = [0.0, 1.0, 4.0, 16.0, 32.0, 64.0, 128.0, 256.0, math.inf]
@@ -80,7 +85,7 @@ def _fused_recurrent_kernels(model: torch.nn.Module, x: torch.Tensor) -> tuple[i
     ops = kernels = 0
     elementwise = 0.0
     for mod in model.modules():
-        if isinstance(mod, torch.nn.LSTM | torch.nn.GRU):
+        if isinstance(mod, (torch.nn.LSTM, torch.nn.GRU)):
             emb = torch.randn(x.shape[0], x.shape[1], mod.input_size, device="meta", requires_grad=True)
             counter = FlopCounterMode(display=False)
             with counter, _OpRecorder(counter) as rec:
@@ -91,10 +96,14 @@ def _fused_recurrent_kernels(model: torch.nn.Module, x: torch.Tensor) -> tuple[i
     return ops, kernels, elementwise
 
 
-def characterise(name: str, minibatch_size: int = 16) -> dict[str, Any]:
-    s = shapes(name, 1.0)
+def characterise(name: str, minibatch_size: int = defaults.MINIBATCH_SIZE,
+                 plugin: WorkloadPlugin | None = None) -> dict[str, Any]:
+    """What one training step of ``name`` (or of a plugin's workload) costs at ``minibatch_size``: kernels,
+    FLOPs, bytes, FLOPs by intensity. It runs on the meta device at the published input shape, so nothing
+    is computed: a plugin's cost is measured from its own model the way the built-ins' are."""
+    s = shapes(name, 1.0, plugin)
     with torch.device("meta"):
-        model = build_model(name).train()
+        model = build_model(name, 1.0, plugin).train()
         if s.kind == "image":
             x = torch.randn(minibatch_size, 3, s.size, s.size)
             y = torch.randint(0, s.classes, (minibatch_size,))
@@ -104,7 +113,7 @@ def characterise(name: str, minibatch_size: int = 16) -> dict[str, Any]:
         opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, foreach=False)
     counter = FlopCounterMode(display=False)
     with counter, _OpRecorder(counter) as rec:
-        _loss(name, model(x), y).backward()
+        training_loss(name, model(x), y, plugin).backward()
         opt.step()
     bins = {cls: [[0.0, 0.0, 0] for _ in INTENSITY_EDGES[:-1]] for cls in ("conv", "matmul")}
     memory_bytes, memory_kernels = 0.0, 0
@@ -135,11 +144,13 @@ def characterise(name: str, minibatch_size: int = 16) -> dict[str, Any]:
 
 
 def characterise_all() -> dict[str, dict[str, Any]]:
+    """The characterisation of every registered workload at its own minibatch size, by name."""
     return {name: characterise(name, WORKLOADS[name].minibatch_size) for name in sorted(WORKLOADS)}
 
 
 def main(argv: list[str]) -> int:
-    out = Path(__file__).with_name("characterisation.json")
+    """Rewrite characterisation.json; with ``--check``, write nothing and return 1 if the file is stale (else 0)."""
+    out = Path(shared_workloads.__file__).with_name("characterisation.json")
     text = json.dumps(characterise_all(), indent=1, sort_keys=True) + "\n"
     if argv and argv[0] == "--check":
         return 0 if out.read_text() == text else 1

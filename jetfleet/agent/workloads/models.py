@@ -31,6 +31,7 @@ class _Basic(nn.Module):
 
 
 def resnet18(num_classes: int = 1000, scale: float = 1.0) -> nn.Module:
+    """ResNet-18 for ``num_classes``; ``scale`` narrows the channels (1.0 is the published width)."""
     w = [_ch(c, scale) for c in (64, 128, 256, 512)]
     layers: list[nn.Module] = [nn.Conv2d(3, w[0], 7, 2, 3, bias=False), nn.BatchNorm2d(w[0]), nn.ReLU(),
                                nn.MaxPool2d(3, 2, 1)]
@@ -82,6 +83,7 @@ _MBV3_L = [(3, 16, 16, False, False, 1), (3, 64, 24, False, False, 2), (3, 72, 2
 
 
 def mobilenet_v3(num_classes: int = 1000, scale: float = 1.0) -> nn.Module:
+    """MobileNetV3-Large for ``num_classes``; ``scale`` narrows the channels (1.0 is the published width)."""
     cin = _ch(16, scale)
     layers: list[nn.Module] = [nn.Conv2d(3, cin, 3, 2, 1, bias=False), nn.BatchNorm2d(cin), nn.Hardswish()]
     for k, exp, out, se, hs, s in _MBV3_L:
@@ -153,6 +155,7 @@ class YoloV8n(nn.Module):
             for ci in (c[2], c[3], c[4]))
 
     def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The head outputs at strides 8, 16 and 32, each (batch, 64 + ``num_classes``, H, W)."""
         x3 = self.p3(self.stem(x))
         x4 = self.p4(x3)
         x5 = self.p5(x4)
@@ -160,15 +163,18 @@ class YoloV8n(nn.Module):
         o3 = self.n3(torch.cat([self.up(n4), x3], 1))
         o4 = self.m4(torch.cat([self.d3(o3), n4], 1))
         o5 = self.m5(torch.cat([self.d4(o4), x5], 1))
-        return [h(o) for h, o in zip(self.heads, (o3, o4, o5), strict=True)]
+        return [h(o) for h, o in zip(self.heads, (o3, o4, o5))]
 
 
 def yolo_v8n(num_classes: int = 80, scale: float = 1.0) -> nn.Module:
+    """The YOLOv8n-style detector for ``num_classes``; ``scale`` narrows the channels (1.0 is the published width)."""
     return YoloV8n(num_classes, scale)
 
 
 # --- BERT-base ------------------------------------------------------------------------------------
 class Bert(nn.Module):
+    """A BERT encoder with a SQuAD-style head: token and position embeddings, transformer layers, start/end logits."""
+
     def __init__(self, vocab: int = 30522, hidden: int = 768, layers: int = 12, heads: int = 12,
                  ff: int = 3072, max_len: int = 512) -> None:
         super().__init__()
@@ -181,11 +187,13 @@ class Bert(nn.Module):
         self.qa = nn.Linear(hidden, 2)  # SQuAD-style start/end logits
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Start and end logits per token, (batch, sequence, 2), of token ids (batch, sequence)."""
         pos = torch.arange(ids.shape[1], device=ids.device)
         return self.qa(self.enc(self.norm(self.tok(ids) + self.pos(pos))))
 
 
 def bert_base(scale: float = 1.0) -> nn.Module:
+    """BERT-base at ``scale`` 1.0; below it, a 2-layer, 2-head copy with a 1000-token vocabulary for tests."""
     if scale >= 1.0:
         return Bert()
     return Bert(vocab=1000, hidden=_ch(768, scale), layers=2, heads=2, ff=_ch(3072, scale), max_len=128)
@@ -193,6 +201,8 @@ def bert_base(scale: float = 1.0) -> nn.Module:
 
 # --- LSTM language model --------------------------------------------------------------------------
 class LstmLM(nn.Module):
+    """A word-level LSTM language model: an embedding, ``layers`` LSTM layers of ``hidden`` units, vocabulary logits."""
+
     def __init__(self, vocab: int = 10000, hidden: int = 300, layers: int = 2) -> None:
         super().__init__()
         self.emb = nn.Embedding(vocab, hidden)
@@ -200,9 +210,11 @@ class LstmLM(nn.Module):
         self.out = nn.Linear(hidden, vocab)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Next-token logits at every position, (batch, sequence, vocab), of token ids (batch, sequence)."""
         y, _ = self.rnn(self.emb(ids))
         return self.out(y)
 
 
 def lstm(scale: float = 1.0) -> nn.Module:
+    """The 2-layer, 300-unit LSTM language model at ``scale`` 1.0; below it, a narrower 500-word copy for tests."""
     return LstmLM() if scale >= 1.0 else LstmLM(vocab=500, hidden=_ch(200, scale), layers=2)

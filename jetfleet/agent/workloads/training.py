@@ -8,36 +8,49 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from jetfleet.agent.workloads import models
-from jetfleet.agent.workloads.registry import check_run_args, get_workload
+from jetfleet.shared import defaults
+from jetfleet.shared.workloads import check_run_args, get_workload
+
+if TYPE_CHECKING:
+    from jetfleet.agent.workloads.plugins import WorkloadPlugin
 
 
 @dataclass(frozen=True)
 class Shapes:
-    kind: str  # "image" or "tokens"
-    size: int  # image side or sequence length
+    """A workload's input: kind ("image" or "tokens"), image side or sequence length, classes."""
+
+    kind: str
+    size: int
     classes: int
 
 
-def shapes(name: str, scale: float) -> Shapes:
-    small = scale < 1.0
-    table = {
-        "resnet18": Shapes("image", 32 if small else 224, 10 if small else 1000),
-        "mobilenet_v3": Shapes("image", 32 if small else 224, 10 if small else 1000),
-        "yolo_v8n": Shapes("image", 64 if small else 640, 8 if small else 80),
-        "bert_base": Shapes("tokens", 16 if small else 256, 1000 if small else 30522),
-        "lstm": Shapes("tokens", 8 if small else 35, 500 if small else 10000),
-    }
-    return table[name]
+# Tiny inputs for tests on the CPU (scale < 1); the published shapes are in the registry.
+_TINY = {"resnet18": Shapes("image", 32, 10), "mobilenet_v3": Shapes("image", 32, 10), "yolo_v8n": Shapes("image", 64, 8),
+         "bert_base": Shapes("tokens", 16, 1000), "lstm": Shapes("tokens", 8, 500)}
 
 
-def build_model(name: str, scale: float = 1.0) -> nn.Module:
+def shapes(name: str, scale: float, plugin: WorkloadPlugin | None = None) -> Shapes:
+    """The input shape of ``name`` (or of a plugin's workload): the published shape at scale 1, a tiny one below."""
+    if plugin is not None:
+        s = plugin.spec
+        tiny = scale < 1.0 and plugin.tiny_input_size
+        return Shapes(s.input_kind, plugin.tiny_input_size if tiny else s.input_size, s.classes)
+    spec = get_workload(name)
+    return _TINY[name] if scale < 1.0 else Shapes(spec.input_kind, spec.input_size, spec.classes)
+
+
+def build_model(name: str, scale: float = 1.0, plugin: WorkloadPlugin | None = None) -> nn.Module:
+    """The torch model of a registered workload (or a plugin's) at ``scale`` (1.0 is the published shape);
+    NotFound for a name that is neither."""
+    if plugin is not None:
+        return plugin.build_model(scale)
     get_workload(name)
     s = shapes(name, scale)
     builders: dict[str, Callable[[], nn.Module]] = {
@@ -76,7 +89,11 @@ class SyntheticSamples(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         return img, torch.randint(0, s.classes, (), generator=g)
 
 
-def _loss(name: str, out: Any, target: torch.Tensor) -> torch.Tensor:
+def training_loss(name: str, out: Any, target: torch.Tensor, plugin: WorkloadPlugin | None = None) -> torch.Tensor:
+    """The loss of one training step of ``name`` (for the detector a proxy: the mean square of its head outputs;
+    a plugin's own loss, or cross-entropy)."""
+    if plugin is not None:
+        return plugin.loss(out, target) if plugin.loss is not None else nn.functional.cross_entropy(out, target)
     if name == "yolo_v8n":  # dense regression of every head against a smooth target
         return sum((o.float().pow(2).mean() for o in out), torch.zeros(()))
     if name == "bert_base":
@@ -87,17 +104,18 @@ def _loss(name: str, out: Any, target: torch.Tensor) -> torch.Tensor:
     return nn.functional.cross_entropy(out, target)
 
 
-def run_training(name: str, minibatches: int, *, minibatch_size: int = 16, workers: int = 4,
+def run_training(name: str, minibatches: int, *, minibatch_size: int = defaults.MINIBATCH_SIZE, workers: int = defaults.WORKERS,
                  scale: float = 1.0, device: str | None = None, seed: int = 0,
-                 on_minibatch: Callable[[int, float], bool | None] | None = None) -> list[float]:
-    """Train ``minibatches`` minibatches; return each one's wall time in seconds (data wait
-    included, GPU synchronised, as the papers measured)."""
+                 on_minibatch: Callable[[int, float], bool | None] | None = None,
+                 plugin: WorkloadPlugin | None = None) -> list[float]:
+    """Train ``minibatches`` minibatches of a registered workload (or of ``plugin``'s); return each one's wall
+    time in seconds (data wait included, GPU synchronised, as the papers measured)."""
     check_run_args(minibatches, minibatch_size, workers)
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.manual_seed(seed)
-    model = build_model(name, scale).to(dev).train()
+    model = build_model(name, scale, plugin).to(dev).train()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-    data = SyntheticSamples(shapes(name, scale), minibatches * minibatch_size, seed)
+    data = SyntheticSamples(shapes(name, scale, plugin), minibatches * minibatch_size, seed)
     loader = DataLoader(data, batch_size=minibatch_size, num_workers=workers, drop_last=True,
                         persistent_workers=False, pin_memory=dev.type == "cuda")
     times: list[float] = []
@@ -105,7 +123,7 @@ def run_training(name: str, minibatches: int, *, minibatch_size: int = 16, worke
     for i, (x, y) in enumerate(loader):
         x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
         opt.zero_grad(set_to_none=True)
-        _loss(name, model(x), y).backward()
+        training_loss(name, model(x), y, plugin).backward()
         opt.step()
         if dev.type == "cuda":
             torch.cuda.synchronize()

@@ -2,38 +2,43 @@ from jetfleet.shared.proto import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "telemetry", "ack", "result")
+    __slots__ = ("hello", "heartbeat", "telemetry", "ack", "result", "result_part", "progress")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     TELEMETRY_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    RESULT_PART_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     heartbeat: Heartbeat
     telemetry: TelemetryBatch
     ack: CommandAck
     result: CommandResult
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., telemetry: _Optional[_Union[TelemetryBatch, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., result: _Optional[_Union[CommandResult, _Mapping]] = ...) -> None: ...
+    result_part: ResultPart
+    progress: TrainingProgress
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., telemetry: _Optional[_Union[TelemetryBatch, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., result: _Optional[_Union[CommandResult, _Mapping]] = ..., result_part: _Optional[_Union[ResultPart, _Mapping]] = ..., progress: _Optional[_Union[TrainingProgress, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("board", "current_mode", "agent_version", "protocol", "metrics_port")
+    __slots__ = ("board", "current_mode", "agent_version", "protocol", "metrics_port", "instance_id")
     BOARD_FIELD_NUMBER: _ClassVar[int]
     CURRENT_MODE_FIELD_NUMBER: _ClassVar[int]
     AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     METRICS_PORT_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     board: _common_pb2.BoardInfo
     current_mode: _common_pb2.PowerMode
     agent_version: str
     protocol: int
     metrics_port: int
-    def __init__(self, board: _Optional[_Union[_common_pb2.BoardInfo, _Mapping]] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., agent_version: _Optional[str] = ..., protocol: _Optional[int] = ..., metrics_port: _Optional[int] = ...) -> None: ...
+    instance_id: str
+    def __init__(self, board: _Optional[_Union[_common_pb2.BoardInfo, _Mapping]] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., agent_version: _Optional[str] = ..., protocol: _Optional[int] = ..., metrics_port: _Optional[int] = ..., instance_id: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("t_s", "current_mode", "busy_command_id")
@@ -46,12 +51,16 @@ class Heartbeat(_message.Message):
     def __init__(self, t_s: _Optional[float] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., busy_command_id: _Optional[str] = ...) -> None: ...
 
 class TelemetryBatch(_message.Message):
-    __slots__ = ("samples", "dropped")
+    __slots__ = ("samples", "dropped", "columns", "heartbeat")
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
     DROPPED_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     samples: _containers.RepeatedCompositeFieldContainer[_common_pb2.TelemetrySample]
     dropped: int
-    def __init__(self, samples: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ..., dropped: _Optional[int] = ...) -> None: ...
+    columns: _common_pb2.SampleColumns
+    heartbeat: Heartbeat
+    def __init__(self, samples: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ..., dropped: _Optional[int] = ..., columns: _Optional[_Union[_common_pb2.SampleColumns, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ...) -> None: ...
 
 class CommandAck(_message.Message):
     __slots__ = ("command_id", "accepted", "error")
@@ -61,22 +70,44 @@ class CommandAck(_message.Message):
     command_id: str
     accepted: bool
     error: _common_pb2.Error
-    def __init__(self, command_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
+    def __init__(self, command_id: _Optional[str] = ..., accepted: bool = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
 
 class TrainingResult(_message.Message):
-    __slots__ = ("workload", "minibatch_times_s", "start_s", "end_s")
+    __slots__ = ("workload", "minibatch_times_s", "start_s", "end_s", "energy_j", "elapsed_s")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_TIMES_S_FIELD_NUMBER: _ClassVar[int]
     START_S_FIELD_NUMBER: _ClassVar[int]
     END_S_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
     workload: str
     minibatch_times_s: _containers.RepeatedScalarFieldContainer[float]
     start_s: float
     end_s: float
-    def __init__(self, workload: _Optional[str] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., start_s: _Optional[float] = ..., end_s: _Optional[float] = ...) -> None: ...
+    energy_j: float
+    elapsed_s: float
+    def __init__(self, workload: _Optional[str] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., start_s: _Optional[float] = ..., end_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., elapsed_s: _Optional[float] = ...) -> None: ...
+
+class TrainingProgress(_message.Message):
+    __slots__ = ("command_id", "minibatches_done", "t_s", "elapsed_s", "energy_j", "mode", "final")
+    COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_DONE_FIELD_NUMBER: _ClassVar[int]
+    T_S_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
+    command_id: str
+    minibatches_done: int
+    t_s: float
+    elapsed_s: float
+    energy_j: float
+    mode: _common_pb2.PowerMode
+    final: bool
+    def __init__(self, command_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., t_s: _Optional[float] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., final: bool = ...) -> None: ...
 
 class ProfileResult(_message.Message):
-    __slots__ = ("workload", "mode", "minibatch_times_s", "power", "steady_state_found", "window_start_s", "window_end_s")
+    __slots__ = ("workload", "mode", "minibatch_times_s", "power", "steady_state_found", "window_start_s", "window_end_s", "power_columns")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_TIMES_S_FIELD_NUMBER: _ClassVar[int]
@@ -84,6 +115,7 @@ class ProfileResult(_message.Message):
     STEADY_STATE_FOUND_FIELD_NUMBER: _ClassVar[int]
     WINDOW_START_S_FIELD_NUMBER: _ClassVar[int]
     WINDOW_END_S_FIELD_NUMBER: _ClassVar[int]
+    POWER_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     workload: str
     mode: _common_pb2.PowerMode
     minibatch_times_s: _containers.RepeatedScalarFieldContainer[float]
@@ -91,10 +123,11 @@ class ProfileResult(_message.Message):
     steady_state_found: bool
     window_start_s: float
     window_end_s: float
-    def __init__(self, workload: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., power: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ..., steady_state_found: _Optional[bool] = ..., window_start_s: _Optional[float] = ..., window_end_s: _Optional[float] = ...) -> None: ...
+    power_columns: _common_pb2.SampleColumns
+    def __init__(self, workload: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., power: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ..., steady_state_found: bool = ..., window_start_s: _Optional[float] = ..., window_end_s: _Optional[float] = ..., power_columns: _Optional[_Union[_common_pb2.SampleColumns, _Mapping]] = ...) -> None: ...
 
 class CommandResult(_message.Message):
-    __slots__ = ("command_id", "ok", "error", "confirmed_mode", "training", "profile", "cancelled")
+    __slots__ = ("command_id", "ok", "error", "confirmed_mode", "training", "profile", "cancelled", "parts")
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     OK_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +135,7 @@ class CommandResult(_message.Message):
     TRAINING_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
     command_id: str
     ok: bool
     error: _common_pb2.Error
@@ -109,7 +143,20 @@ class CommandResult(_message.Message):
     training: TrainingResult
     profile: ProfileResult
     cancelled: bool
-    def __init__(self, command_id: _Optional[str] = ..., ok: _Optional[bool] = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., confirmed_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., training: _Optional[_Union[TrainingResult, _Mapping]] = ..., profile: _Optional[_Union[ProfileResult, _Mapping]] = ..., cancelled: _Optional[bool] = ...) -> None: ...
+    parts: int
+    def __init__(self, command_id: _Optional[str] = ..., ok: bool = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., confirmed_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., training: _Optional[_Union[TrainingResult, _Mapping]] = ..., profile: _Optional[_Union[ProfileResult, _Mapping]] = ..., cancelled: bool = ..., parts: _Optional[int] = ...) -> None: ...
+
+class ResultPart(_message.Message):
+    __slots__ = ("command_id", "index", "minibatch_times_s", "power")
+    COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCH_TIMES_S_FIELD_NUMBER: _ClassVar[int]
+    POWER_FIELD_NUMBER: _ClassVar[int]
+    command_id: str
+    index: int
+    minibatch_times_s: _containers.RepeatedScalarFieldContainer[float]
+    power: _containers.RepeatedCompositeFieldContainer[_common_pb2.TelemetrySample]
+    def __init__(self, command_id: _Optional[str] = ..., index: _Optional[int] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., power: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ...) -> None: ...
 
 class ControllerMessage(_message.Message):
     __slots__ = ("welcome", "command", "notice")
@@ -122,16 +169,20 @@ class ControllerMessage(_message.Message):
     def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., command: _Optional[_Union[Command, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("session_id", "heartbeat_interval_s", "telemetry_interval_s", "max_batch_samples")
+    __slots__ = ("session_id", "heartbeat_interval_s", "telemetry_interval_s", "max_batch_samples", "columns", "folded_heartbeats")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
     TELEMETRY_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    FOLDED_HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     heartbeat_interval_s: float
     telemetry_interval_s: float
     max_batch_samples: int
-    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_s: _Optional[float] = ..., telemetry_interval_s: _Optional[float] = ..., max_batch_samples: _Optional[int] = ...) -> None: ...
+    columns: bool
+    folded_heartbeats: bool
+    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_s: _Optional[float] = ..., telemetry_interval_s: _Optional[float] = ..., max_batch_samples: _Optional[int] = ..., columns: bool = ..., folded_heartbeats: bool = ...) -> None: ...
 
 class Notice(_message.Message):
     __slots__ = ("error",)
@@ -140,22 +191,28 @@ class Notice(_message.Message):
     def __init__(self, error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
 
 class SetMode(_message.Message):
-    __slots__ = ("mode",)
+    __slots__ = ("mode", "preset", "during_command_id")
     MODE_FIELD_NUMBER: _ClassVar[int]
+    PRESET_FIELD_NUMBER: _ClassVar[int]
+    DURING_COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     mode: _common_pb2.PowerMode
-    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ...) -> None: ...
+    preset: str
+    during_command_id: str
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., preset: _Optional[str] = ..., during_command_id: _Optional[str] = ...) -> None: ...
 
 class RunTraining(_message.Message):
-    __slots__ = ("workload", "minibatches", "minibatch_size", "workers")
+    __slots__ = ("workload", "minibatches", "minibatch_size", "workers", "progress_interval_s")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
     workload: str
     minibatches: int
     minibatch_size: int
     workers: int
-    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ...) -> None: ...
+    progress_interval_s: float
+    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., progress_interval_s: _Optional[float] = ...) -> None: ...
 
 class RunProfile(_message.Message):
     __slots__ = ("workload", "mode", "minibatches", "minibatch_size", "workers", "warmup_s", "sample_interval_s")

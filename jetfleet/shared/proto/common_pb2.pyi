@@ -1,8 +1,7 @@
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -26,7 +25,7 @@ class Rail(_message.Message):
     label: str
     parts: _containers.RepeatedScalarFieldContainer[str]
     in_total: bool
-    def __init__(self, label: _Optional[str] = ..., parts: _Optional[_Iterable[str]] = ..., in_total: _Optional[bool] = ...) -> None: ...
+    def __init__(self, label: _Optional[str] = ..., parts: _Optional[_Iterable[str]] = ..., in_total: bool = ...) -> None: ...
 
 class Catalog(_message.Message):
     __slots__ = ("model", "name", "cores", "cpu_mhz", "gpu_mhz", "mem_mhz", "presets", "rails", "grids")
@@ -77,8 +76,15 @@ class Grid(_message.Message):
     def __init__(self, cores: _Optional[_Iterable[float]] = ..., cpu_mhz: _Optional[_Iterable[float]] = ..., gpu_mhz: _Optional[_Iterable[float]] = ..., mem_mhz: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class BoardInfo(_message.Message):
-    __slots__ = ("device_id", "model", "serial", "software", "catalog", "emulated", "workloads")
+    __slots__ = ("device_id", "model", "serial", "software", "catalog", "emulated", "workloads", "broken_workloads", "speed")
     class SoftwareEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class BrokenWorkloadsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -92,6 +98,8 @@ class BoardInfo(_message.Message):
     CATALOG_FIELD_NUMBER: _ClassVar[int]
     EMULATED_FIELD_NUMBER: _ClassVar[int]
     WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    BROKEN_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    SPEED_FIELD_NUMBER: _ClassVar[int]
     device_id: str
     model: str
     serial: str
@@ -99,7 +107,21 @@ class BoardInfo(_message.Message):
     catalog: Catalog
     emulated: bool
     workloads: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., software: _Optional[_Mapping[str, str]] = ..., catalog: _Optional[_Union[Catalog, _Mapping]] = ..., emulated: _Optional[bool] = ..., workloads: _Optional[_Iterable[str]] = ...) -> None: ...
+    broken_workloads: _containers.ScalarMap[str, str]
+    speed: float
+    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., software: _Optional[_Mapping[str, str]] = ..., catalog: _Optional[_Union[Catalog, _Mapping]] = ..., emulated: bool = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ...) -> None: ...
+
+class SampleColumns(_message.Message):
+    __slots__ = ("samples", "rails", "temps", "values")
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    RAILS_FIELD_NUMBER: _ClassVar[int]
+    TEMPS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    samples: int
+    rails: _containers.RepeatedScalarFieldContainer[str]
+    temps: _containers.RepeatedScalarFieldContainer[str]
+    values: bytes
+    def __init__(self, samples: _Optional[int] = ..., rails: _Optional[_Iterable[str]] = ..., temps: _Optional[_Iterable[str]] = ..., values: _Optional[bytes] = ...) -> None: ...
 
 class TelemetrySample(_message.Message):
     __slots__ = ("t_s", "rails_w", "total_w", "cpu_mhz", "gpu_mhz", "mem_mhz", "cores_online", "temps_c", "cpu_util", "gpu_util")

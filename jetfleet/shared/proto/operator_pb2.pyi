@@ -2,14 +2,20 @@ from jetfleet.shared.proto import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Device(_message.Message):
-    __slots__ = ("device_id", "model", "serial", "online", "current_mode", "current_mode_name", "last_seen_s", "software", "emulated", "last_telemetry", "catalog", "first_seen_s", "metrics_address")
+    __slots__ = ("device_id", "model", "serial", "online", "current_mode", "current_mode_name", "last_seen_s", "software", "emulated", "last_telemetry", "catalog", "first_seen_s", "metrics_address", "workloads", "broken_workloads", "speed")
     class SoftwareEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class BrokenWorkloadsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -29,6 +35,9 @@ class Device(_message.Message):
     CATALOG_FIELD_NUMBER: _ClassVar[int]
     FIRST_SEEN_S_FIELD_NUMBER: _ClassVar[int]
     METRICS_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    BROKEN_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    SPEED_FIELD_NUMBER: _ClassVar[int]
     device_id: str
     model: str
     serial: str
@@ -42,7 +51,10 @@ class Device(_message.Message):
     catalog: _common_pb2.Catalog
     first_seen_s: float
     metrics_address: str
-    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., online: _Optional[bool] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., current_mode_name: _Optional[str] = ..., last_seen_s: _Optional[float] = ..., software: _Optional[_Mapping[str, str]] = ..., emulated: _Optional[bool] = ..., last_telemetry: _Optional[_Union[_common_pb2.TelemetrySample, _Mapping]] = ..., catalog: _Optional[_Union[_common_pb2.Catalog, _Mapping]] = ..., first_seen_s: _Optional[float] = ..., metrics_address: _Optional[str] = ...) -> None: ...
+    workloads: _containers.RepeatedScalarFieldContainer[str]
+    broken_workloads: _containers.ScalarMap[str, str]
+    speed: float
+    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., online: bool = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., current_mode_name: _Optional[str] = ..., last_seen_s: _Optional[float] = ..., software: _Optional[_Mapping[str, str]] = ..., emulated: bool = ..., last_telemetry: _Optional[_Union[_common_pb2.TelemetrySample, _Mapping]] = ..., catalog: _Optional[_Union[_common_pb2.Catalog, _Mapping]] = ..., first_seen_s: _Optional[float] = ..., metrics_address: _Optional[str] = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ...) -> None: ...
 
 class ListDevicesRequest(_message.Message):
     __slots__ = ("model",)
@@ -89,15 +101,29 @@ class SetModeResponse(_message.Message):
     def __init__(self, device_id: _Optional[str] = ..., requested: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., confirmed: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., command_id: _Optional[str] = ..., latency_s: _Optional[float] = ...) -> None: ...
 
 class WatchTelemetryRequest(_message.Message):
-    __slots__ = ("device_id", "max_samples")
+    __slots__ = ("device_id", "max_samples", "timeout_s")
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     MAX_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     device_id: str
     max_samples: int
-    def __init__(self, device_id: _Optional[str] = ..., max_samples: _Optional[int] = ...) -> None: ...
+    timeout_s: float
+    def __init__(self, device_id: _Optional[str] = ..., max_samples: _Optional[int] = ..., timeout_s: _Optional[float] = ...) -> None: ...
+
+class ForgetDeviceRequest(_message.Message):
+    __slots__ = ("device_id",)
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    device_id: str
+    def __init__(self, device_id: _Optional[str] = ...) -> None: ...
+
+class ForgetDeviceResponse(_message.Message):
+    __slots__ = ("device_id",)
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    device_id: str
+    def __init__(self, device_id: _Optional[str] = ...) -> None: ...
 
 class CreateCampaignRequest(_message.Message):
-    __slots__ = ("workload", "device_id", "board_model", "modes", "mode_list", "minibatches", "seed")
+    __slots__ = ("workload", "device_id", "board_model", "modes", "mode_list", "minibatches", "seed", "mode_lines")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -105,6 +131,7 @@ class CreateCampaignRequest(_message.Message):
     MODE_LIST_FIELD_NUMBER: _ClassVar[int]
     MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    MODE_LINES_FIELD_NUMBER: _ClassVar[int]
     workload: str
     device_id: str
     board_model: str
@@ -112,10 +139,11 @@ class CreateCampaignRequest(_message.Message):
     mode_list: _containers.RepeatedScalarFieldContainer[str]
     minibatches: int
     seed: int
-    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., modes: _Optional[str] = ..., mode_list: _Optional[_Iterable[str]] = ..., minibatches: _Optional[int] = ..., seed: _Optional[int] = ...) -> None: ...
+    mode_lines: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., modes: _Optional[str] = ..., mode_list: _Optional[_Iterable[str]] = ..., minibatches: _Optional[int] = ..., seed: _Optional[int] = ..., mode_lines: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Campaign(_message.Message):
-    __slots__ = ("campaign_id", "workload", "target_device", "target_model", "modes", "minibatches", "status", "total", "done", "failed", "in_flight", "eta_s", "created_s", "finished_s", "boards", "errors", "retries")
+    __slots__ = ("campaign_id", "workload", "target_device", "target_model", "modes", "minibatches", "status", "total", "done", "failed", "in_flight", "eta_s", "created_s", "finished_s", "boards", "errors", "retries", "waiting")
     CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     TARGET_DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +161,7 @@ class Campaign(_message.Message):
     BOARDS_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     RETRIES_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
     campaign_id: str
     workload: str
     target_device: str
@@ -150,7 +179,8 @@ class Campaign(_message.Message):
     boards: _containers.RepeatedScalarFieldContainer[str]
     errors: _containers.RepeatedScalarFieldContainer[str]
     retries: int
-    def __init__(self, campaign_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., modes: _Optional[str] = ..., minibatches: _Optional[int] = ..., status: _Optional[str] = ..., total: _Optional[int] = ..., done: _Optional[int] = ..., failed: _Optional[int] = ..., in_flight: _Optional[int] = ..., eta_s: _Optional[float] = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., boards: _Optional[_Iterable[str]] = ..., errors: _Optional[_Iterable[str]] = ..., retries: _Optional[int] = ...) -> None: ...
+    waiting: str
+    def __init__(self, campaign_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., modes: _Optional[str] = ..., minibatches: _Optional[int] = ..., status: _Optional[str] = ..., total: _Optional[int] = ..., done: _Optional[int] = ..., failed: _Optional[int] = ..., in_flight: _Optional[int] = ..., eta_s: _Optional[float] = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., boards: _Optional[_Iterable[str]] = ..., errors: _Optional[_Iterable[str]] = ..., retries: _Optional[int] = ..., waiting: _Optional[str] = ...) -> None: ...
 
 class ListCampaignsRequest(_message.Message):
     __slots__ = ()
@@ -197,22 +227,44 @@ class ExportProfilesResponse(_message.Message):
     def __init__(self, csv: _Optional[str] = ..., rows: _Optional[int] = ...) -> None: ...
 
 class ImportProfilesRequest(_message.Message):
-    __slots__ = ("csv", "name")
+    __slots__ = ("csv", "name", "allow_new", "allow_any_new")
     CSV_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_NEW_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_ANY_NEW_FIELD_NUMBER: _ClassVar[int]
     csv: str
     name: str
-    def __init__(self, csv: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    allow_new: _containers.RepeatedScalarFieldContainer[str]
+    allow_any_new: bool
+    def __init__(self, csv: _Optional[str] = ..., name: _Optional[str] = ..., allow_new: _Optional[_Iterable[str]] = ..., allow_any_new: bool = ...) -> None: ...
 
 class ImportProfilesResponse(_message.Message):
-    __slots__ = ("rows", "source", "new_board_models")
+    __slots__ = ("rows", "source", "new_board_models", "already_stored", "new_workloads")
     ROWS_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     NEW_BOARD_MODELS_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_STORED_FIELD_NUMBER: _ClassVar[int]
+    NEW_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     rows: int
     source: str
     new_board_models: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, rows: _Optional[int] = ..., source: _Optional[str] = ..., new_board_models: _Optional[_Iterable[str]] = ...) -> None: ...
+    already_stored: int
+    new_workloads: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, rows: _Optional[int] = ..., source: _Optional[str] = ..., new_board_models: _Optional[_Iterable[str]] = ..., already_stored: _Optional[int] = ..., new_workloads: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ProfilesChunk(_message.Message):
+    __slots__ = ("csv", "rows", "name", "allow_new", "allow_any_new")
+    CSV_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_NEW_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_ANY_NEW_FIELD_NUMBER: _ClassVar[int]
+    csv: str
+    rows: int
+    name: str
+    allow_new: _containers.RepeatedScalarFieldContainer[str]
+    allow_any_new: bool
+    def __init__(self, csv: _Optional[str] = ..., rows: _Optional[int] = ..., name: _Optional[str] = ..., allow_new: _Optional[_Iterable[str]] = ..., allow_any_new: bool = ...) -> None: ...
 
 class ModelInfo(_message.Message):
     __slots__ = ("model_id", "kind", "board_model", "workload", "parent_id", "version", "created_s", "training_modes", "metrics")
@@ -243,19 +295,41 @@ class ModelInfo(_message.Message):
     metrics: _containers.ScalarMap[str, float]
     def __init__(self, model_id: _Optional[str] = ..., kind: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., parent_id: _Optional[str] = ..., version: _Optional[int] = ..., created_s: _Optional[float] = ..., training_modes: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
+class ModelProgress(_message.Message):
+    __slots__ = ("phase", "epoch", "epochs", "phase_index", "phases", "losses", "elapsed_s", "model")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    PHASES_FIELD_NUMBER: _ClassVar[int]
+    LOSSES_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    epoch: int
+    epochs: int
+    phase_index: int
+    phases: int
+    losses: _containers.RepeatedScalarFieldContainer[float]
+    elapsed_s: float
+    model: ModelInfo
+    def __init__(self, phase: _Optional[str] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., phase_index: _Optional[int] = ..., phases: _Optional[int] = ..., losses: _Optional[_Iterable[float]] = ..., elapsed_s: _Optional[float] = ..., model: _Optional[_Union[ModelInfo, _Mapping]] = ...) -> None: ...
+
 class TrainReferenceRequest(_message.Message):
-    __slots__ = ("board_model", "workload", "campaign_id", "epochs", "no_dropout")
+    __slots__ = ("board_model", "workload", "campaign_id", "epochs", "no_dropout", "published_dropout")
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCHS_FIELD_NUMBER: _ClassVar[int]
     NO_DROPOUT_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_DROPOUT_FIELD_NUMBER: _ClassVar[int]
     board_model: str
     workload: str
     campaign_id: str
     epochs: int
     no_dropout: bool
-    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., campaign_id: _Optional[str] = ..., epochs: _Optional[int] = ..., no_dropout: _Optional[bool] = ...) -> None: ...
+    published_dropout: bool
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., campaign_id: _Optional[str] = ..., epochs: _Optional[int] = ..., no_dropout: bool = ..., published_dropout: bool = ...) -> None: ...
 
 class TransferModelRequest(_message.Message):
     __slots__ = ("reference_id", "reference_board_model", "reference_workload", "board_model", "workload", "campaign_id")
@@ -290,43 +364,55 @@ class GetModelRequest(_message.Message):
     def __init__(self, model_id: _Optional[str] = ...) -> None: ...
 
 class PredictRequest(_message.Message):
-    __slots__ = ("board_model", "workload", "model_id", "grid", "pareto_only")
+    __slots__ = ("board_model", "workload", "model_id", "grid", "pareto_only", "confidence")
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     GRID_FIELD_NUMBER: _ClassVar[int]
     PARETO_ONLY_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     board_model: str
     workload: str
     model_id: str
     grid: str
     pareto_only: bool
-    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., model_id: _Optional[str] = ..., grid: _Optional[str] = ..., pareto_only: _Optional[bool] = ...) -> None: ...
+    confidence: float
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., model_id: _Optional[str] = ..., grid: _Optional[str] = ..., pareto_only: bool = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class Prediction(_message.Message):
-    __slots__ = ("mode", "time_ms", "power_w", "pareto")
+    __slots__ = ("mode", "time_ms", "power_w", "pareto", "time_ms_lo", "time_ms_hi", "power_w_lo", "power_w_hi")
     MODE_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
     POWER_W_FIELD_NUMBER: _ClassVar[int]
     PARETO_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_LO_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_HI_FIELD_NUMBER: _ClassVar[int]
+    POWER_W_LO_FIELD_NUMBER: _ClassVar[int]
+    POWER_W_HI_FIELD_NUMBER: _ClassVar[int]
     mode: _common_pb2.PowerMode
     time_ms: float
     power_w: float
     pareto: bool
-    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., time_ms: _Optional[float] = ..., power_w: _Optional[float] = ..., pareto: _Optional[bool] = ...) -> None: ...
+    time_ms_lo: float
+    time_ms_hi: float
+    power_w_lo: float
+    power_w_hi: float
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., time_ms: _Optional[float] = ..., power_w: _Optional[float] = ..., pareto: bool = ..., time_ms_lo: _Optional[float] = ..., time_ms_hi: _Optional[float] = ..., power_w_lo: _Optional[float] = ..., power_w_hi: _Optional[float] = ...) -> None: ...
 
 class PredictResponse(_message.Message):
-    __slots__ = ("model_id", "predictions", "pareto_size")
+    __slots__ = ("model_id", "predictions", "pareto_size", "confidence")
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     PREDICTIONS_FIELD_NUMBER: _ClassVar[int]
     PARETO_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     predictions: _containers.RepeatedCompositeFieldContainer[Prediction]
     pareto_size: int
-    def __init__(self, model_id: _Optional[str] = ..., predictions: _Optional[_Iterable[_Union[Prediction, _Mapping]]] = ..., pareto_size: _Optional[int] = ...) -> None: ...
+    confidence: float
+    def __init__(self, model_id: _Optional[str] = ..., predictions: _Optional[_Iterable[_Union[Prediction, _Mapping]]] = ..., pareto_size: _Optional[int] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class OptimizeRequest(_message.Message):
-    __slots__ = ("device_id", "board_model", "workload", "model_id", "power_budget_w", "deadline_s", "min_energy", "minibatches_per_epoch", "apply", "verify_minibatches", "refine")
+    __slots__ = ("device_id", "board_model", "workload", "model_id", "power_budget_w", "deadline_s", "min_energy", "minibatches_per_epoch", "apply", "verify_minibatches", "refine", "confidence")
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -338,6 +424,7 @@ class OptimizeRequest(_message.Message):
     APPLY_FIELD_NUMBER: _ClassVar[int]
     VERIFY_MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
     REFINE_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     device_id: str
     board_model: str
     workload: str
@@ -349,10 +436,11 @@ class OptimizeRequest(_message.Message):
     apply: bool
     verify_minibatches: int
     refine: bool
-    def __init__(self, device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., model_id: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: _Optional[bool] = ..., minibatches_per_epoch: _Optional[int] = ..., apply: _Optional[bool] = ..., verify_minibatches: _Optional[int] = ..., refine: _Optional[bool] = ...) -> None: ...
+    confidence: float
+    def __init__(self, device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., model_id: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches_per_epoch: _Optional[int] = ..., apply: bool = ..., verify_minibatches: _Optional[int] = ..., refine: bool = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class Applied(_message.Message):
-    __slots__ = ("device_id", "confirmed", "observed_time_ms", "observed_power_w", "time_error_pct", "power_error_pct", "decision_id")
+    __slots__ = ("device_id", "confirmed", "observed_time_ms", "observed_power_w", "time_error_pct", "power_error_pct", "decision_id", "goal_missed", "note")
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIRMED_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -360,6 +448,8 @@ class Applied(_message.Message):
     TIME_ERROR_PCT_FIELD_NUMBER: _ClassVar[int]
     POWER_ERROR_PCT_FIELD_NUMBER: _ClassVar[int]
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    GOAL_MISSED_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
     device_id: str
     confirmed: _common_pb2.PowerMode
     observed_time_ms: float
@@ -367,10 +457,12 @@ class Applied(_message.Message):
     time_error_pct: float
     power_error_pct: float
     decision_id: str
-    def __init__(self, device_id: _Optional[str] = ..., confirmed: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., time_error_pct: _Optional[float] = ..., power_error_pct: _Optional[float] = ..., decision_id: _Optional[str] = ...) -> None: ...
+    goal_missed: bool
+    note: str
+    def __init__(self, device_id: _Optional[str] = ..., confirmed: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., time_error_pct: _Optional[float] = ..., power_error_pct: _Optional[float] = ..., decision_id: _Optional[str] = ..., goal_missed: bool = ..., note: _Optional[str] = ...) -> None: ...
 
 class OptimizeResponse(_message.Message):
-    __slots__ = ("model_id", "goal", "mode", "mode_name", "predicted_time_ms", "predicted_power_w", "epoch_s", "energy_per_epoch_j", "applied")
+    __slots__ = ("model_id", "goal", "mode", "mode_name", "predicted_time_ms", "predicted_power_w", "epoch_s", "energy_per_epoch_j", "applied", "confidence", "predicted_time_ms_lo", "predicted_time_ms_hi", "predicted_power_w_lo", "predicted_power_w_hi", "at_risk")
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
@@ -380,6 +472,12 @@ class OptimizeResponse(_message.Message):
     EPOCH_S_FIELD_NUMBER: _ClassVar[int]
     ENERGY_PER_EPOCH_J_FIELD_NUMBER: _ClassVar[int]
     APPLIED_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TIME_MS_LO_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TIME_MS_HI_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_POWER_W_LO_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_POWER_W_HI_FIELD_NUMBER: _ClassVar[int]
+    AT_RISK_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     goal: str
     mode: _common_pb2.PowerMode
@@ -389,4 +487,182 @@ class OptimizeResponse(_message.Message):
     epoch_s: float
     energy_per_epoch_j: float
     applied: _containers.RepeatedCompositeFieldContainer[Applied]
-    def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ...) -> None: ...
+    confidence: float
+    predicted_time_ms_lo: float
+    predicted_time_ms_hi: float
+    predicted_power_w_lo: float
+    predicted_power_w_hi: float
+    at_risk: bool
+    def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ..., confidence: _Optional[float] = ..., predicted_time_ms_lo: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w_lo: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., at_risk: bool = ...) -> None: ...
+
+class SubmitJobRequest(_message.Message):
+    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    POWER_BUDGET_W_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_S_FIELD_NUMBER: _ClassVar[int]
+    MIN_ENERGY_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_MODES_FIELD_NUMBER: _ClassVar[int]
+    STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_S_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    device_id: str
+    board_model: str
+    power_budget_w: float
+    deadline_s: float
+    min_energy: bool
+    minibatches: int
+    epochs: int
+    minibatches_per_epoch: int
+    profile_modes: int
+    strategy: str
+    confidence: float
+    max_steps: int
+    window_s: float
+    request_id: str
+    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class JobStep(_message.Message):
+    __slots__ = ("t_s", "at_minibatch", "from_mode", "to_mode", "reason", "observed_power_w", "observed_time_ms", "predicted_power_w", "predicted_power_w_hi", "predicted_time_ms", "kind")
+    T_S_FIELD_NUMBER: _ClassVar[int]
+    AT_MINIBATCH_FIELD_NUMBER: _ClassVar[int]
+    FROM_MODE_FIELD_NUMBER: _ClassVar[int]
+    TO_MODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_POWER_W_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_POWER_W_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_POWER_W_HI_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    t_s: float
+    at_minibatch: int
+    from_mode: str
+    to_mode: str
+    reason: str
+    observed_power_w: float
+    observed_time_ms: float
+    predicted_power_w: float
+    predicted_power_w_hi: float
+    predicted_time_ms: float
+    kind: str
+    def __init__(self, t_s: _Optional[float] = ..., at_minibatch: _Optional[int] = ..., from_mode: _Optional[str] = ..., to_mode: _Optional[str] = ..., reason: _Optional[str] = ..., observed_power_w: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., predicted_time_ms: _Optional[float] = ..., kind: _Optional[str] = ...) -> None: ...
+
+class JobSegment(_message.Message):
+    __slots__ = ("mode", "device_id", "minibatches", "seconds", "energy_j")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    mode: str
+    device_id: str
+    minibatches: int
+    seconds: float
+    energy_j: float
+    def __init__(self, mode: _Optional[str] = ..., device_id: _Optional[str] = ..., minibatches: _Optional[int] = ..., seconds: _Optional[float] = ..., energy_j: _Optional[float] = ...) -> None: ...
+
+class Job(_message.Message):
+    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    TARGET_DEVICE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_MODEL_FIELD_NUMBER: _ClassVar[int]
+    GOAL_FIELD_NUMBER: _ClassVar[int]
+    POWER_BUDGET_W_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_S_FIELD_NUMBER: _ClassVar[int]
+    MIN_ENERGY_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_DONE_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    ETA_S_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TIME_MS_HI_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_POWER_W_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_POWER_W_HI_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_POWER_W_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    GOAL_KEPT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_S_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_S_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_S_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_MODES_FIELD_NUMBER: _ClassVar[int]
+    STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    AT_RISK_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    workload: str
+    target_device: str
+    target_model: str
+    goal: str
+    power_budget_w: float
+    deadline_s: float
+    min_energy: bool
+    minibatches: int
+    state: str
+    detail: str
+    device_id: str
+    model_id: str
+    campaign_id: str
+    minibatches_done: int
+    elapsed_s: float
+    energy_j: float
+    eta_s: float
+    mode: _common_pb2.PowerMode
+    predicted_time_ms: float
+    predicted_time_ms_hi: float
+    predicted_power_w: float
+    predicted_power_w_hi: float
+    observed_time_ms: float
+    observed_power_w: float
+    steps: _containers.RepeatedCompositeFieldContainer[JobStep]
+    segments: _containers.RepeatedCompositeFieldContainer[JobSegment]
+    goal_kept: bool
+    created_s: float
+    finished_s: float
+    confidence: float
+    max_steps: int
+    window_s: float
+    profile_modes: int
+    strategy: str
+    at_risk: bool
+    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ...) -> None: ...
+
+class ListJobsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListJobsResponse(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
+
+class GetJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class CancelJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...

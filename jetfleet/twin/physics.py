@@ -1,5 +1,5 @@
 """The digital twin's physics: steady-state time per minibatch and power per rail of a workload in a
-power mode, from first principles. No state and no noise here (``emulated.py`` adds those).
+power mode, from first principles. No state and no noise here (``board.py`` adds those).
 ``docs/twin.md`` states every assumption and compares the output with the published anchors.
 """
 
@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jetfleet.agent.workloads.registry import WorkloadSpec, characterisation
 from jetfleet.shared.catalog import Catalog, PowerMode
+from jetfleet.shared.workloads import WorkloadSpec, characterisation
 
 # Global constants, the same for every board (docs/twin.md, "Constants").
 DENSE_EFFICIENCY = 0.62        # achieved share of peak FP32 FLOP/s in compute-bound kernels
@@ -78,9 +78,13 @@ def _gpu_time_s(char: Mapping[str, Any], scale: float, gpu_mhz: float, mem_mhz: 
 
 
 def steady_state(catalog: Catalog, spec: WorkloadSpec, mode: PowerMode, *, minibatch_size: int | None = None,
-                 workers: int | None = None) -> Steady:
+                 workers: int | None = None, cost: Mapping[str, Any] | None = None) -> Steady:
+    """Time per minibatch and power per rail of ``spec`` in ``mode`` at steady state.
+
+    ``minibatch_size`` and ``workers`` default to the workload's own; ``cost`` (its characterisation)
+    defaults to the built-in one (a plugin's comes from its board's workload registry)."""
     hw = catalog.twin
-    char = characterisation(spec.name)
+    char = cost if cost is not None else characterisation(spec.name)
     mb = minibatch_size or spec.minibatch_size
     nw = spec.workers if workers is None else workers
     scale = mb / char["minibatch_size"]
@@ -127,6 +131,7 @@ def part_power_w(catalog: Catalog, mode: PowerMode, *, gpu_util: float, busy_cor
 
 
 def rail_power_w(catalog: Catalog, parts: Mapping[str, float]) -> dict[str, float]:
+    """Power per rail (W): the sum of the twin components that feed each rail of the catalog."""
     return {r.label: sum(parts.get(p, 0.0) for p in r.parts) for r in catalog.rails}
 
 

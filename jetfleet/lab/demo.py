@@ -1,0 +1,157 @@
+"""`make demo`: the main job end to end against emulated boards, narrated. Grows as capabilities land."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from jetfleet.client import Campaign, Job, OperatorClient
+from jetfleet.controller.config import ControllerConfig
+from jetfleet.lab import Lab
+from jetfleet.shared import defaults
+from jetfleet.shared.errors import JetfleetError
+
+BOARDS = ["agx-orin", "agx-xavier", "orin-nano"]
+XAVIER_SPEED = 200.0   # the job's board: fast enough for a demo, slow enough for the closed loop to act mid-run
+
+
+def _client_story(address: str, say: Callable[[str], None]) -> None:
+    with OperatorClient(address) as c:
+        say("\n== 2. The fleet as the controller sees it (jetfleet devices ls)")
+        for d in c.list_devices():
+            power = f"{d.power_w:5.1f} W" if d.power_w is not None else "   - "
+            say(f"   {d.device_id:<14} {d.model:<11} {'online' if d.online else 'offline':<8} "
+                f"{str(d.current_mode or '?'):<24} {d.current_mode_name or '':<9} {power}  {d.speed_text}")
+        say("\n== 3. Push power modes to boards (jetfleet mode set); each board confirms what it runs")
+        for device, mode in (("agx-xavier-1", "MODE_15W"), ("agx-orin-0", "8/1728/624.75/3199"),
+                             ("orin-nano-2", "7W")):
+            r = c.set_mode(device, mode)
+            say(f"   {device:<14} asked {mode:<20} confirms {str(r.confirmed):<24} in {r.latency_s * 1e3:.0f} ms")
+        say("\n== 4. Bad input is refused before anything reaches a board")
+        for device, mode in (("agx-orin-0", "12/2200/1300.5/3199"), ("agx-xavier-1", "9/2265.6/1377/2133"),
+                             ("tx2-9", "MAXN")):
+            try:
+                c.set_mode(device, mode)
+            except JetfleetError as e:
+                say(f"   {device} {mode}: {e.code}: {e.message}")
+        say("\n== 5. Live telemetry from agx-orin-0 (jetfleet telemetry watch), 5 samples at 10 Hz")
+        for s in c.watch_telemetry("agx-orin-0", 5):
+            rails = "  ".join(f"{k} {v:5.2f}" for k, v in sorted(s.rails_w.items()))
+            say(f"   total {s.total_w:6.2f} W  {rails}")
+
+
+def _campaign_story(address: str, say: Callable[[str], None]) -> None:
+    with OperatorClient(address) as c:
+        say("\n== 6. Reference campaign: resnet18 on the emulated AGX Orin, PowerTrain's 4,368-mode grid "
+            "(jetfleet profile start --workload resnet18 --device agx-orin-0 --modes powertrain)")
+        camp = c.create_campaign("resnet18", device_id="agx-orin-0", modes="powertrain", minibatches=defaults.MINIBATCHES)
+        t0 = time.monotonic()
+        last = [0.0]
+
+        def show(camp: Campaign) -> None:
+            if time.monotonic() - last[0] > 5:
+                last[0] = time.monotonic()
+                eta = f"{camp.eta_s:.0f} s" if camp.eta_s is not None else "?"
+                say(f"   {camp.done:5d}/{camp.total} modes measured, ETA {eta}")
+
+        camp = c.wait_campaign(camp.campaign_id, on_update=show, poll_s=0.5)
+        say(f"   campaign {camp.campaign_id} {camp.status}: {camp.done} measured, {camp.failed} failed in "
+            f"{time.monotonic() - t0:.1f} s (each mode: apply, warm up, steady state, {defaults.MINIBATCHES} minibatches, power)")
+        csv_text = c.export_profiles(campaign_id=camp.campaign_id).csv
+    rows = [line.split(",") for line in csv_text.splitlines()[1:]]
+    fastest = min(rows, key=lambda r: float(r[6]))
+    frugal = min(rows, key=lambda r: float(r[6]) * float(r[7]))
+    say(f"   fastest mode     {'/'.join(fastest[2:6]):<24} {float(fastest[6]):6.1f} ms  {float(fastest[7]):5.1f} W")
+    say(f"   least energy     {'/'.join(frugal[2:6]):<24} {float(frugal[6]):6.1f} ms  {float(frugal[7]):5.1f} W  "
+        f"({float(frugal[6]) * float(frugal[7]) / 1e3:.2f} J/minibatch)")
+    say("   every raw sample is stored; export with: jetfleet profiles export --board-model agx-orin")
+
+
+def _job_story(address: str, say: Callable[[str], None], plot: Path) -> None:
+    from jetfleet.cli.jobs import job_text
+    from jetfleet.research.plots import plot_front
+
+    with OperatorClient(address, timeout_s=600) as c:
+        say("\n== 7. Reference models from that campaign (jetfleet model train-reference --board-model agx-orin "
+            "--workload resnet18): the published MLP, without its dropout (better on the twin: docs/jobs.md)")
+        ref = c.train_reference("agx-orin", "resnet18")
+        say(f"   {ref.model_id}: {ref.training_modes} modes; held-out validation MAPE time "
+            f"{ref.metrics['time_val_mape_pct']:.1f}%, power {ref.metrics['power_val_mape_pct']:.1f}%; "
+            f"{ref.metrics['fit_s']:.0f} s")
+        say("\n== 8. The question of the day: this MobileNet training job on the Xavier must stay under 30 W "
+            "(jetfleet job submit --workload mobilenet_v3 --device agx-xavier-1 --power-budget 30W --epochs 4 "
+            "--minibatches-per-epoch 1000). The Xavier has no model for MobileNet: the job profiles 50 of its 29,232 "
+            f"modes, transfers the reference, chooses with calibrated bounds, runs, and keeps the budget (the board's "
+            f"clock runs {XAVIER_SPEED:.0f}x faster here)")
+        job = c.submit_job("mobilenet_v3", device_id="agx-xavier-1", power_budget_w=30, epochs=4,
+                           minibatches_per_epoch=1000)
+        seen: set[str] = set()
+        fifths = [-1]   # the last fifth of the profiled modes narrated
+
+        def narrate(job: Job) -> None:
+            # Profiling progress once per fifth of the modes crossed (a poll may skip a count); other stages once each.
+            m = re.match(r"profiling (\d+)/(\d+) ", job.detail)
+            if job.state == "profiling" and m:
+                fifth = int(m.group(1)) * 5 // max(1, int(m.group(2)))
+                if fifth > fifths[0]:
+                    fifths[0] = fifth
+                    say(f"   {job.detail}")
+            elif job.state not in seen and job.detail:
+                seen.add(job.state)
+                # a detail that starts with its state is not prefixed twice
+                say(f"   {job.detail}" if job.detail.startswith(job.state) else f"   {job.state:<9} {job.detail}")
+
+        job = c.wait_job(job.job_id, on_update=narrate, poll_s=0.2)
+        model = c.get_model(job.model_id or "")
+        say(f"   model {model.model_id}: held-out MAPE (5-fold cross-validation on its 50 modes) time "
+            f"{model.metrics['time_cv_mape_pct']:.1f}%, power {model.metrics['power_cv_mape_pct']:.1f}% (its in-sample "
+            f"fit, {model.metrics['time_fit_mape_pct']:.1f}% / {model.metrics['power_fit_mape_pct']:.1f}%, says little)")
+        say("   " + job_text(job.to_dict()).replace("\n", "\n   "))
+        pred = c.predict("agx-xavier", "mobilenet_v3")
+        rows = [{"time_ms": p.time_ms, "power_w": p.power_w, "pareto": p.pareto} for p in pred.predictions]
+        plot_front(rows, plot, f"mobilenet_v3 on agx-xavier, predicted ({pred.model_id})")
+        say(f"   predicted all {len(rows)} modes with bounds; Pareto front of {pred.pareto_size} modes plotted to {plot}")
+        mean_w = job.energy_j / job.elapsed_s if job.elapsed_s else float("nan")
+        say(f"\n   Summary: {job.minibatches_done} minibatches in {job.elapsed_s / 60:.1f} board minutes, "
+            f"{job.energy_j / 1e3:.1f} kJ, mean {mean_w:.2f} W under a 30 W budget; {len(job.steps)} closed-loop "
+            f"step(s); goal {'kept' if job.goal_kept else 'MISSED'}.")
+
+
+def _twin_story(say: Callable[[str], None]) -> None:
+    from jetfleet.shared.catalog import get_catalog
+    from jetfleet.twin.board import EmulatedBoard
+    from jetfleet.twin.measure import measure_on_twin
+
+    say("\n== 9. What a training minibatch costs in NVIDIA's presets (jetfleet twin measure), AGX Orin")
+    cat = get_catalog("agx-orin")
+    board = EmulatedBoard("agx-orin", 0)
+    for w in ("resnet18", "mobilenet_v3"):
+        for name in ("MAXN", "50W", "30W", "15W"):
+            s = measure_on_twin(board, w, cat.presets[name]).summary
+            say(f"   {w:<13} {name:<5} {s.minibatch_time_median_ms:7.1f} ms/minibatch  {s.power_mean_w:5.1f} W  "
+                f"{s.energy_per_minibatch_j:5.2f} J/minibatch")
+
+
+async def run_demo(say: Callable[[str], None] = print) -> None:
+    """Narrate the demo on a lab of three emulated boards through ``say``; writes demo-pareto.png in the working directory."""
+    with tempfile.TemporaryDirectory(prefix="jetfleet-demo-") as data_dir:
+        say("== 1. A lab: controller (embedded SQLite store) + emulated agx-orin, agx-xavier, orin-nano agents")
+        lab = Lab(ControllerConfig(listen="127.0.0.1:0", store=data_dir, heartbeat_interval_s=0.5), [])
+        await lab.start()
+        for model in BOARDS:
+            lab.add_agent(model, speed=XAVIER_SPEED if model == "agx-xavier" else None)
+        try:
+            await lab.wait_online()
+            await asyncio.sleep(1.2)  # one telemetry batch
+            say(f"   controller on {lab.address}, store {data_dir}/jetfleet.db")
+            await asyncio.to_thread(_client_story, lab.address, say)
+            await asyncio.to_thread(_campaign_story, lab.address, say)
+            await asyncio.to_thread(_job_story, lab.address, say, Path("demo-pareto.png").resolve())
+        finally:
+            await lab.stop()
+    _twin_story(say)
+    say("\nDone. Next: `jetfleet lab up` keeps a lab running; see README.md for the operator workflows.")

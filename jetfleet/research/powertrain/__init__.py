@@ -1,0 +1,1 @@
+"""PowerTrain's evaluations: transfer accuracy against k, references and boards; mode choices."""
