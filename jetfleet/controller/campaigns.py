@@ -5,172 +5,184 @@ Exactly once: a result is stored with its mode marked done in one store transact
 (campaign, mode), so a duplicate from a retry is recognised and dropped; the command id of a mode
 on a board is deterministic, so a command resent after a reconnect is answered by the agent from
 the run it already did (or is doing) instead of measuring again.
+
+Done is derived from what is stored: after a restart a mode is done only if its result is in the
+store. A result that cannot be stored (the store is down) is kept and retried with backoff until
+it is; dispatching waits for the store with the same backoff, never in a hot loop. A mode goes only
+to boards whose catalog holds it, and fails only when no online board can run it, or after
+MAX_ATTEMPTS board errors (MAX_TRANSIENT_ATTEMPTS when the board vanished or timed out), with the
+reason kept in its state.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 import uuid
-from collections import Counter, deque
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from jetfleet.agent.measure import summarise
-from jetfleet.controller.commands import CommandRouter
+from jetfleet.controller.campaign_modes import MAX_MODES, resolve_modes  # noqa: F401 - MAX_MODES: its home was here
+from jetfleet.controller.campaign_results import BadResult, check_profile_result, failed_result, profile_record
+from jetfleet.controller.campaign_run import Run
+from jetfleet.controller.commands import CommandRouter, command_record
 from jetfleet.controller.metrics import ControllerMetrics
-from jetfleet.controller.registry import Fleet
-from jetfleet.controller.store import CampaignRecord, ModeState, ProfileRecord
+from jetfleet.controller.registry import LiveDevice, Registry
+from jetfleet.controller.retry import StoreBackoff, StoreRetry
+from jetfleet.controller.store import CampaignRecord, ModeState
+from jetfleet.shared import defaults
+from jetfleet.shared.bounds import check_id
 from jetfleet.shared.catalog import Catalog, builtin_catalogs, catalog_from_dict
 from jetfleet.shared.convert import mode_to_pb
 from jetfleet.shared.errors import (
+    Cancelled,
     DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
     JetfleetError,
     NotFound,
+    ResourceExhausted,
+    StoreUnavailable,
     Unavailable,
 )
 from jetfleet.shared.proto import agent_pb2, operator_pb2
+from jetfleet.shared.workloads import check_run_args
 
 log = logging.getLogger(__name__)
-MAX_ATTEMPTS = 3            # a mode that fails on boards this often is marked failed
-MAX_MODES = 100_000
+MAX_ATTEMPTS = 3            # board errors (or impossible results) before a mode is marked failed
+MAX_TRANSIENT_ATTEMPTS = 5  # the board vanished or timed out this often: the mode is marked failed
 DEFAULT_PROFILE_TIMEOUT_S = 3600.0
-
-
-@dataclass(eq=False)
-class _Run:
-    rec: CampaignRecord
-    modes: list[str]
-    states: dict[str, ModeState]
-    position: dict[str, int]
-    in_flight: dict[str, str] = field(default_factory=dict)          # mode -> device
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-    durations: deque[float] = field(default_factory=lambda: deque(maxlen=50))
-    errors: deque[str] = field(default_factory=lambda: deque(maxlen=10))
-    retries: int = 0
-    # Kept as modes change state, so handing out a mode and reporting progress cost O(1), not O(modes).
-    queue: deque[str] = field(init=False)           # pending modes not in flight, in campaign order
-    tally: Counter[str] = field(init=False)         # modes per status
-
-    def __post_init__(self) -> None:
-        self.queue = deque(m for m in self.modes if self.states[m].status == "pending")
-        self.tally = Counter(s.status for s in self.states.values())
-
-    def count(self, status: str) -> int:
-        return self.tally[status]
-
-    def set_status(self, mode: str, status: str) -> None:
-        state = self.states[mode]
-        self.tally[state.status] -= 1
-        self.tally[status] += 1
-        state.status = status
+TICK_S = 0.5                # the driver looks for idle boards at least this often
 
 
 class CampaignManager:
-    def __init__(self, fleet: Fleet, router: CommandRouter, metrics: ControllerMetrics, *,
-                 profile_timeout_s: float = DEFAULT_PROFILE_TIMEOUT_S) -> None:
-        self.fleet, self.router, self.metrics = fleet, router, metrics
-        self.store = fleet.store
+    """Runs profiling campaigns: hands pending modes to idle target boards and stores each result exactly once."""
+
+    def __init__(self, registry: Registry, router: CommandRouter, metrics: ControllerMetrics, *,
+                 profile_timeout_s: float = DEFAULT_PROFILE_TIMEOUT_S,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep, wall: Callable[[], float] = time.time) -> None:
+        self.registry, self.router, self.metrics = registry, router, metrics
+        self.wall = wall
+        self.store = registry.store
         self.profile_timeout_s = profile_timeout_s
-        self.runs: dict[str, _Run] = {}
-        self._busy: set[str] = set()   # boards profiling now, across campaigns
+        self.sleep = sleep
+        self.runs: dict[str, Run] = {}
+        self._busy: dict[str, tuple[str, str]] = {}   # boards profiling now, across campaigns: -> (campaign, mode)
+        self._held: set[str] = set()   # boards a training job holds: campaigns wait for them
+        self.retry = StoreRetry(sleep=sleep, on_retry=metrics.store_retries.inc)
+        self._store_backoff = StoreBackoff()
+        self._store_down = False
+        self._ended: dict[str, int] = {}   # running campaigns: modes ended when the progress gauge was last set
+
+    def hold(self, device_id: str) -> bool:
+        """Reserve a board for a training job; False if it is profiling now (try again later)."""
+        if device_id in self._busy:
+            return False
+        self._held.add(device_id)
+        return True
+
+    def release(self, device_id: str) -> None:
+        """End a job's reservation of a board."""
+        self._held.discard(device_id)
 
     async def start(self) -> None:
+        """Load every stored campaign, with each mode done only if its result is stored, and drive the running ones."""
         for rec in await asyncio.to_thread(self.store.list_campaigns):
             states = await asyncio.to_thread(self.store.campaign_modes, rec.campaign_id)
-            run = _Run(rec, [s.mode for s in states], {s.mode: s for s in states},
-                       {s.mode: i for i, s in enumerate(states)})
+            measured = {r.mode for r in await asyncio.to_thread(self.store.query_profiles, source=rec.campaign_id)}
+            for s in states:
+                if s.mode in measured:
+                    s.status = "done"
+                elif s.status == "done":
+                    log.warning("campaign %s: mode %s was marked done without a stored result; measuring it again",
+                                rec.campaign_id, s.mode)
+                    s.status = "pending"
+            run = Run(rec, [s.mode for s in states], {s.mode: s for s in states},
+                      {s.mode: i for i, s in enumerate(states)})
+            if rec.status == "done" and run.queue:
+                log.warning("campaign %s was done with %d modes unmeasured; running it again", rec.campaign_id,
+                            len(run.queue))
+                rec.status, rec.finished_s = "running", 0.0
+                await asyncio.to_thread(self.store.set_campaign_status, rec.campaign_id, "running", 0.0)
             self.runs[rec.campaign_id] = run
             if rec.status == "running":
-                run.task = asyncio.create_task(self._drive(run))
+                self._drive_later(run)
         self._update_gauges()
 
     async def stop(self) -> None:
-        for run in self.runs.values():
-            if run.task:
-                run.task.cancel()
+        """Stop driving campaigns and their dispatches; their state stays in the store for the next start."""
+        tasks = [t for run in self.runs.values() for t in ([run.task] if run.task else []) + list(run.tasks)]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # --- creating ---------------------------------------------------------------------------------
     def catalog_for(self, device_id: str, board_model: str) -> Catalog:
+        """The catalog of a device, or of a board model: built in, a known board's, or one stored by an import.
+
+        NotFound when the board model has none of these."""
         if device_id:
-            return self.fleet.get(device_id).catalog
+            return self.registry.get(device_id).catalog
         if board_model in builtin_catalogs():
             return builtin_catalogs()[board_model]
-        for d in self.fleet.list(board_model):
+        for d in self.registry.list(board_model):
             return d.catalog
         stored = self.store.get_catalog(board_model)
         if stored:
             return catalog_from_dict(stored)
-        raise NotFound(f"unknown board model {board_model!r}: no built-in catalog, no board and no imported "
+        raise NotFound(f"unknown board model {board_model[:64]!r}: no built-in catalog, no board and no imported "
                        f"profiles of it", field="board_model")
 
-    @staticmethod
-    def resolve_modes(catalog: Catalog, spec: str, mode_list: list[str], seed: int) -> list[str]:
-        if mode_list:
-            if len(mode_list) > MAX_MODES:
-                raise InvalidArgument(f"at most {MAX_MODES} modes per campaign", field="mode_list")
-            modes = [str(catalog.parse_mode(m)) for m in mode_list]
-        elif spec.startswith("random:"):
-            k_text = spec.split(":", 1)[1]
-            if not k_text.isdigit() or not 1 <= int(k_text) <= catalog.size:
-                raise InvalidArgument(f"modes {spec!r}: K must be 1..{catalog.size} for {catalog.model}",
-                                      field="modes")
-            modes = [str(m) for m in random.Random(seed).sample(catalog.grid("full"), int(k_text))]
-        elif spec in catalog.grid_names:
-            modes = [str(m) for m in catalog.grid(spec)]
-        else:
-            raise InvalidArgument(f"modes {spec!r}: expected one of {', '.join(catalog.grid_names)}, random:K, "
-                                  "or a file of modes", field="modes")
-        if len(set(modes)) != len(modes):
-            raise InvalidArgument("the mode list names a mode twice", field="mode_list")
-        if not modes:
-            raise InvalidArgument("the campaign has no modes", field="modes")
-        return modes
+    resolve_modes = staticmethod(resolve_modes)
 
     async def create(self, req: operator_pb2.CreateCampaignRequest) -> operator_pb2.Campaign:
-        from jetfleet.agent.workloads.registry import check_run_args, get_workload
-
-        get_workload(req.workload)
-        check_run_args(req.minibatches or 40, 16, 4)
+        """Check a request, store the campaign with every mode pending, and start driving it."""
+        self.registry.check_workload(req.workload, device_id=req.device_id, board_model=req.board_model)
+        check_run_args(req.minibatches or defaults.MINIBATCHES, defaults.MINIBATCH_SIZE, defaults.WORKERS)
         if bool(req.device_id) == bool(req.board_model):
             raise InvalidArgument("give exactly one target: a device or a board model", field="device_id")
+        if req.device_id:
+            check_id(req.device_id, "device_id")
+        else:
+            check_id(req.board_model, "board_model")
         catalog = await asyncio.to_thread(self.catalog_for, req.device_id, req.board_model)
         spec = req.modes or ("file" if req.mode_list else "")
-        modes = self.resolve_modes(catalog, spec, list(req.mode_list), req.seed)
-        rec = CampaignRecord(uuid.uuid4().hex[:12], req.workload, req.device_id, catalog.model, spec,
-                             req.minibatches or 40, time.time(), seed=req.seed)
+        modes = self.resolve_modes(catalog, spec, list(req.mode_list), req.seed, list(req.mode_lines))
+        rec = CampaignRecord(uuid.uuid4().hex[:12], req.workload, req.device_id, catalog.model, spec[:128],
+                             req.minibatches or defaults.MINIBATCHES, time.time(), seed=req.seed)
         await asyncio.to_thread(self.store.create_campaign, rec, modes)
-        run = _Run(rec, modes, {m: ModeState(m) for m in modes}, {m: i for i, m in enumerate(modes)})
+        run = Run(rec, modes, {m: ModeState(m) for m in modes}, {m: i for i, m in enumerate(modes)})
         self.runs[rec.campaign_id] = run
-        run.task = asyncio.create_task(self._drive(run))
+        self._drive_later(run)
         log.info("campaign %s: %s on %s, %d modes", rec.campaign_id, rec.workload,
                  rec.target_device or rec.target_model, len(modes))
         self._update_gauges(run)
         return self.campaign_pb(run)
 
     # --- controlling --------------------------------------------------------------------------------
-    def get(self, campaign_id: str) -> _Run:
+    def get(self, campaign_id: str) -> Run:
+        """The run of a campaign; NotFound if there is none."""
         if campaign_id not in self.runs:
-            raise NotFound(f"unknown campaign {campaign_id!r}", field="campaign_id")
+            raise NotFound(f"unknown campaign {campaign_id[:64]!r}", field="campaign_id")
         return self.runs[campaign_id]
 
     async def control(self, campaign_id: str, action: str) -> operator_pb2.Campaign:
+        """Pause, resume or cancel a campaign; cancelling also asks its boards to cancel the modes in flight.
+
+        The new status is stored first: if the store is unavailable nothing changes."""
         run = self.get(campaign_id)
         allowed = {"pause": {"running"}, "resume": {"paused"}, "cancel": {"running", "paused"}}
         if action not in allowed:
-            raise InvalidArgument(f"action {action!r}: expected pause, resume or cancel", field="action")
+            raise InvalidArgument(f"action {action[:32]!r}: expected pause, resume or cancel", field="action")
         if run.rec.status not in allowed[action]:
             raise FailedPrecondition(f"campaign {campaign_id} is {run.rec.status}; cannot {action} it", field="action")
         status = {"pause": "paused", "resume": "running", "cancel": "cancelled"}[action]
-        run.rec.status = status
-        await asyncio.to_thread(self.store.set_campaign_status, campaign_id, status,
-                                time.time() if status == "cancelled" else 0.0)
+        finished = time.time() if status == "cancelled" else 0.0
+        await asyncio.to_thread(self.store.set_campaign_status, campaign_id, status, finished)
+        run.rec.status, run.rec.finished_s = status, finished
         if action == "resume":
-            run.task = asyncio.create_task(self._drive(run))
+            self._drive_later(run)
         if action == "cancel":
             for mode, device in list(run.in_flight.items()):
                 target = self._command_id(run, mode, device)
@@ -184,120 +196,235 @@ class CampaignManager:
         return self.campaign_pb(run)
 
     # --- driving -------------------------------------------------------------------------------------
-    def _idle_boards(self, run: _Run) -> list[str]:
-        if run.rec.target_device:
-            candidates = [self.fleet.get(run.rec.target_device)]
-        else:
-            candidates = self.fleet.list(run.rec.target_model)
-        return [d.record.device_id for d in candidates if d.online and d.record.device_id not in self._busy]
+    def _drive_later(self, run: Run) -> None:
+        """Start the campaign's driver unless one is alive (a resume right after a pause keeps the old one)."""
+        if run.task is None or run.task.done():
+            run.task = asyncio.create_task(self._drive(run))
 
-    async def _drive(self, run: _Run) -> None:
+    def _candidates(self, run: Run) -> list[LiveDevice]:
+        if run.rec.target_device:  # a board not seen since a restart is not known yet
+            live = self.registry.devices.get(run.rec.target_device)
+            return [live] if live is not None else []
+        return self.registry.list(run.rec.target_model)
+
+    def _holds(self, run: Run, device: LiveDevice, mode: str) -> bool:
+        """Whether the board's own catalog holds ``mode`` (boards of one model may differ), cached per catalog."""
+        key = (id(device.catalog), mode)
+        ok = run.holds.get(key)
+        if ok is None:
+            try:
+                device.catalog.parse_mode(mode)
+                ok = True
+            except InvalidArgument:
+                ok = False
+            run.holds[key] = ok
+        return ok
+
+    async def _drive(self, run: Run) -> None:
         while run.rec.status == "running":
+            if self._store_down:  # wait for the store with backoff instead of dispatching into it
+                await self.sleep(self._store_backoff.next_delay_s())
+                self._store_down = False
+                continue
             if not run.queue and not run.in_flight:
-                run.rec.status = "done"
-                run.rec.finished_s = time.time()
-                await asyncio.to_thread(self.store.set_campaign_status, run.rec.campaign_id, "done", run.rec.finished_s)
-                log.info("campaign %s done: %d measured, %d failed", run.rec.campaign_id, run.count("done"),
-                         run.count("failed"))
-                self._update_gauges(run)
+                await self._finish(run)
                 return
-            for device in self._idle_boards(run):
-                if not run.queue:
-                    break
-                mode = run.queue.popleft()
+            online = [d for d in self._candidates(run) if d.online]
+            dispatched = False
+            for live in online:
+                device = live.record.device_id
+                if device in self._busy or device in self._held:
+                    continue
+                mode = run.take(lambda m, live=live: self._holds(run, live, m))  # type: ignore[misc]
+                if mode is None:
+                    continue
+                dispatched = True
                 run.in_flight[mode] = device
-                self._busy.add(device)
-                asyncio.create_task(self._dispatch(run, device, mode))
+                self._busy[device] = (run.rec.campaign_id, mode)
+                run.spawn(self._dispatch(run, device, mode))
+            if online and not dispatched and not run.in_flight and run.queue:
+                await self._fail_unrunnable(run, online)
             run.wake.clear()
             try:
-                await asyncio.wait_for(run.wake.wait(), 0.5)
-            except TimeoutError:
+                await asyncio.wait_for(run.wake.wait(), TICK_S)
+            except asyncio.TimeoutError:
                 pass
 
-    @staticmethod
-    def _command_id(run: _Run, mode: str, device: str) -> str:
-        return f"{run.rec.campaign_id}-{run.position[mode]}-{device}"
+    async def _finish(self, run: Run) -> None:
+        finished = time.time()
+        await self.retry.run(self.store.set_campaign_status, run.rec.campaign_id, "done", finished,
+                             what=f"campaign {run.rec.campaign_id} done")
+        run.rec.status, run.rec.finished_s = "done", finished
+        log.info("campaign %s done: %d measured, %d failed", run.rec.campaign_id, run.count("done"),
+                 run.count("failed"))
+        self._update_gauges(run)
 
-    async def _dispatch(self, run: _Run, device: str, mode: str) -> None:
+    async def _fail_unrunnable(self, run: Run, online: list[LiveDevice]) -> None:
+        """Modes that no online target board's catalog holds fail now, with the boards named."""
+        names = ", ".join(d.record.device_id for d in online)
+        for mode in [m for m in run.queue if not any(self._holds(run, d, m) for d in online)]:
+            run.queue.remove(mode)
+            state = run.states[mode]
+            state.error = f"no online {run.rec.target_model} board has {mode} in its catalog (online: {names})"
+            run.errors.appendleft(f"{mode} {state.error}")
+            run.set_status(mode, "failed")
+            self.metrics.campaign_modes.labels(run.rec.workload, "failed").inc()
+            await self.retry.run(self.store.set_mode_state, run.rec.campaign_id, state, what="mode state")
+
+    @staticmethod
+    def _command_id(run: Run, mode: str, device: str) -> str:
+        """Deterministic, so a resend after a reconnect is answered from the agent's memory; after the board
+        answered with a failure the next attempt gets a new id (a new round), so it measures again."""
+        base = f"{run.rec.campaign_id}-{run.position[mode]}-{device}"
+        rounds = run.rounds.get(mode, 0)
+        return f"{base}-r{rounds}" if rounds else base
+
+    async def _dispatch(self, run: Run, device: str, mode: str) -> None:
         state = run.states[mode]
-        live = self.fleet.get(device)
         started = time.monotonic()
+        stored_state = True
+        cmd: agent_pb2.Command | None = None
+        created_s = time.time()
+        outcome: JetfleetError | None = None   # why no result came back, for the command's log entry
+        answer: agent_pb2.CommandResult | None = None   # a result that came back (and was then refused)
         try:
-            cmd = agent_pb2.Command(run_profile=agent_pb2.RunProfile(
+            live = self.registry.get(device)
+            cmd = agent_pb2.Command(command_id=self._command_id(run, mode, device), run_profile=agent_pb2.RunProfile(
                 workload=run.rec.workload, mode=mode_to_pb(live.catalog.parse_mode(mode)),
-                minibatches=run.rec.minibatches, minibatch_size=16, workers=4, sample_interval_s=0.1))
-            result = await self.router.send(device, cmd, timeout_s=self.profile_timeout_s,
-                                            command_id=self._command_id(run, mode, device))
-            record = _record(run, device, live.catalog.model, mode, result.profile)
-            stored = await asyncio.to_thread(self.store.record_result, record)
+                minibatches=run.rec.minibatches, minibatch_size=defaults.MINIBATCH_SIZE, workers=defaults.WORKERS,
+                sample_interval_s=defaults.SAMPLE_INTERVAL_S))
+            # Unlogged: the result, the mode's state and the command's log entry are stored in one write below.
+            try:
+                result = await self.router.send(device, cmd, timeout_s=self.profile_timeout_s,
+                                                command_id=cmd.command_id, logged=False)
+            except JetfleetError as e:
+                outcome = e
+                raise
+            answer = result
+            self._release(device, run, mode)  # the board is free; storing may wait for the store
+            run.wake.set()
+            # One thread hop, off the event loop: check (a long window holds tens of thousands of samples),
+            # summarise, and store with the mode's state and the command's log entry in one durable write.
+            stored = await self.retry.run(self._store_result, run, device, live.catalog, mode, cmd, created_s, result,
+                                          what=f"result of {mode} on {device}")
             run.set_status(mode, "done")
             state.device_id, state.error = device, ""
             run.durations.append(time.monotonic() - started)
+            self._store_backoff.reset()
             self.metrics.campaign_modes.labels(run.rec.workload, "measured" if stored else "duplicate").inc()
-        except (Unavailable, DeadlineExceeded) as e:  # the board vanished: the mode goes back to the queue
+        except StoreUnavailable as e:  # the controller's store, not the board: no attempt, wait for the store
+            log.warning("campaign %s: %s; waiting for the store", run.rec.campaign_id, e.message)
+            self._store_down = True
+            stored_state = False
+        except Cancelled as e:
+            if run.rec.status in ("cancelled", "paused"):
+                stored_state = False   # stopped on purpose: the mode stays pending, no attempt
+            else:
+                self._failed_attempt(run, mode, device, e, MAX_ATTEMPTS, answered=True)
+        except (Unavailable, DeadlineExceeded, ResourceExhausted) as e:  # the board vanished or stalled
             run.retries += 1
-            state.attempts += 1
-            state.error = f"{device}: {e.message}"
-            run.errors.appendleft(state.error)
             self.metrics.campaign_modes.labels(run.rec.workload, "retried").inc()
-            await asyncio.to_thread(self.store.set_mode_state, run.rec.campaign_id, state)
-        except JetfleetError as e:
-            state.attempts += 1
-            state.error = f"{device}: {e.code}: {e.message}"
-            run.errors.appendleft(f"{mode} {state.error}")
-            if state.attempts >= MAX_ATTEMPTS or e.code in ("INVALID_ARGUMENT", "NOT_FOUND", "CANCELLED"):
-                run.set_status(mode, "failed")
-                self.metrics.campaign_modes.labels(run.rec.workload, "failed").inc()
-            await asyncio.to_thread(self.store.set_mode_state, run.rec.campaign_id, state)
+            self._failed_attempt(run, mode, device, e, MAX_TRANSIENT_ATTEMPTS)
+        except BadResult as e:
+            self._failed_attempt(run, mode, device, e, MAX_ATTEMPTS, answered=True)
+        except JetfleetError as e:  # the board refused or failed: a mode it cannot run fails at once
+            permanent = e.code in ("INVALID_ARGUMENT", "NOT_FOUND")
+            self._failed_attempt(run, mode, device, e, 1 if permanent else MAX_ATTEMPTS, answered=True)
         except Exception as e:  # a bug or a corrupt result: count it like a board error, never loop forever
             log.exception("campaign %s mode %s on %s", run.rec.campaign_id, mode, device)
-            state.attempts += 1
-            state.error = f"{device}: internal error: {type(e).__name__}"
-            run.errors.appendleft(f"{mode} {state.error}")
-            if state.attempts >= MAX_ATTEMPTS:
-                run.set_status(mode, "failed")
-            await asyncio.to_thread(self.store.set_mode_state, run.rec.campaign_id, state)
+            self._failed_attempt(run, mode, device, JetfleetError(f"internal error: {type(e).__name__}"),
+                                 MAX_ATTEMPTS, answered=True)
         finally:
             run.in_flight.pop(mode, None)
             if state.status == "pending":  # not measured: first in line again (as its campaign order says)
                 run.queue.appendleft(mode)
-            self._busy.discard(device)
+            self._release(device, run, mode)
             run.wake.set()
             self._update_gauges(run)
+        if stored_state and state.status != "done":
+            entry = None
+            if cmd is not None and answer is not None:   # an answer that was refused (an impossible result)
+                entry = command_record(device, cmd, created_s, result=answer, finished_s=time.time())
+            elif cmd is not None and outcome is not None:   # the board answered with a failure, or never answered
+                failed = outcome.code not in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED")
+                entry = command_record(device, cmd, created_s, error=outcome,
+                                       result=failed_result(cmd.command_id, outcome) if failed else None,
+                                       finished_s=time.time())
+            await self.retry.run(self.store.set_mode_state, run.rec.campaign_id, state, entry, what="mode state")
+
+    def _store_result(self, run: Run, device: str, catalog: Catalog, mode: str, cmd: agent_pb2.Command,
+                      created_s: float, result: agent_pb2.CommandResult) -> bool:
+        """Check a board's result and store it with its mode done and the command's log entry in one durable write
+        (blocking: run off the event loop). BadResult for a result that cannot be true."""
+        check_profile_result(result.profile, catalog, mode, run.rec.workload, run.rec.minibatches)
+        record = profile_record(run.rec.campaign_id, run.rec.workload, device, catalog.model, mode, result.profile)
+        return self.store.record_result(record, command_record(device, cmd, created_s, result=result,
+                                                               finished_s=time.time()))
+
+    def _release(self, device: str, run: Run, mode: str) -> None:
+        """The board is free again, unless it was given other work meanwhile."""
+        if self._busy.get(device) == (run.rec.campaign_id, mode):
+            del self._busy[device]
+
+    def _failed_attempt(self, run: Run, mode: str, device: str, e: JetfleetError, limit: int, *,
+                        answered: bool = False) -> None:
+        state = run.states[mode]
+        if answered:  # the board's answer is remembered by command id: the next attempt is a new round
+            run.rounds[mode] = run.rounds.get(mode, 0) + 1
+        state.attempts += 1
+        state.error = f"{device}: {e.code}: {e.message}"[:500]
+        run.errors.appendleft(f"{mode} {state.error}")
+        if state.attempts >= limit:
+            run.set_status(mode, "failed")
+            self.metrics.campaign_modes.labels(run.rec.workload, "failed").inc()
 
     # --- reporting ---------------------------------------------------------------------------------
-    def campaign_pb(self, run: _Run) -> operator_pb2.Campaign:
+    def campaign_pb(self, run: Run) -> operator_pb2.Campaign:
+        """A run as the operator API's Campaign: counts, boards in flight, ETA (-1 if unknown), recent errors."""
         done, failed = run.count("done"), run.count("failed")
         remaining = len(run.modes) - done - failed
         boards = sorted(set(run.in_flight.values()))
         eta = -1.0
         if run.durations and remaining:
             per_mode = sum(run.durations) / len(run.durations)
-            eta = remaining * per_mode / max(1, len(boards) or len(self._idle_boards(run)))
+            idle = [d for d in self._candidates(run) if d.online and d.record.device_id not in self._busy]
+            eta = remaining * per_mode / max(1, len(boards) or len(idle))
         elif not remaining:
             eta = 0.0
         r = run.rec
-        return operator_pb2.Campaign(
+        return operator_pb2.Campaign(waiting=self._waiting(run),
             campaign_id=r.campaign_id, workload=r.workload, target_device=r.target_device, target_model=r.target_model,
             modes=r.modes_spec, minibatches=r.minibatches, status=r.status, total=len(run.modes), done=done,
             failed=failed, in_flight=len(run.in_flight), eta_s=eta, created_s=r.created_s, finished_s=r.finished_s,
             boards=boards, errors=list(run.errors), retries=run.retries)
 
-    def _update_gauges(self, *runs: _Run) -> None:
-        """The remaining-modes gauge of ``runs`` (all campaigns when none are given)."""
+    def _waiting(self, run: Run) -> str:
+        """Why a running campaign measures nothing now ("" while a board works on it or can): its target is not
+        online (an operator waiting on it would otherwise see no word)."""
+        if run.rec.status != "running" or run.in_flight or not run.queue:
+            return ""
+        candidates = self._candidates(run)
+        if any(d.online for d in candidates):
+            return ""
+        if run.rec.target_device:
+            known = f"offline since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(candidates[0].record.last_seen_s))}" \
+                if candidates else "not known to the controller yet"
+            return f"waiting for device {run.rec.target_device} ({known}); the campaign starts when its agent connects"
+        offline = ", ".join(d.record.device_id for d in candidates[:5])
+        return (f"waiting for an online {run.rec.target_model} board (" + (f"offline: {offline}" if offline else
+                "none has ever connected") + "); the campaign starts when one connects")
+
+    def _update_gauges(self, *runs: Run) -> None:
+        """The remaining-modes gauge of ``runs`` (all campaigns when none are given), and while a campaign runs,
+        when it last moved on (a mode ended, or it started or resumed): what the stalled-campaign alert reads."""
         for run in runs or tuple(self.runs.values()):
-            remaining = len(run.modes) - run.count("done") - run.count("failed")
-            self.metrics.campaign_remaining.labels(run.rec.campaign_id, run.rec.workload).set(remaining)
-
-
-def _record(run: _Run, device: str, model: str, mode: str, p: agent_pb2.ProfileResult) -> ProfileRecord:
-    times = list(p.minibatch_times_s)
-    summary = summarise(times, list(p.power))  # type: ignore[arg-type]  # proto samples have the same fields
-    # Rounded to the sensors' resolution (ms, 0.1 mW): the store holds every sample, not float noise.
-    raw = {"minibatch_times_s": [round(t, 6) for t in times], "window": [p.window_start_s, p.window_end_s],
-           "power": [[round(s.t_s, 3), round(s.total_w, 4), {k: round(v, 4) for k, v in s.rails_w.items()}]
-                     for s in p.power]}
-    return ProfileRecord(run.rec.campaign_id, mode, 0, model, device, run.rec.workload,
-                         summary.minibatch_time_median_ms, summary.power_mean_w, time.time(),
-                         summary.minibatch_time_mean_ms, summary.energy_per_minibatch_j, summary.power_samples,
-                         p.steady_state_found, raw)
+            ended = run.count("done") + run.count("failed")
+            labels = (run.rec.campaign_id, run.rec.workload)
+            self.metrics.campaign_remaining.labels(*labels).set(len(run.modes) - ended)
+            if run.rec.status == "running":
+                if self._ended.get(run.rec.campaign_id) != ended:
+                    self._ended[run.rec.campaign_id] = ended
+                    self.metrics.campaign_progress.labels(*labels).set(self.wall())
+            else:
+                self._ended.pop(run.rec.campaign_id, None)
+                self.metrics.campaign_progress.remove(*labels)

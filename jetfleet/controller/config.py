@@ -7,9 +7,15 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ControllerConfig:
+    """How the controller listens, stores, times out and talks to agents; built once by the CLI."""
+
     listen: str = "127.0.0.1:50051"
     store: str = "~/.local/share/jetfleet"   # a data directory (SQLite) or redis://HOST:PORT/DB
-    metrics_port: int | None = None
+    metrics_port: int | None = None          # the /metrics and /sd/agents endpoint; None: not served
+    metrics_address: str = ""                # where it binds ("": the gRPC listen address)
+    metrics_tls_cert: str = ""               # HTTPS for it: certificate and key
+    metrics_tls_key: str = ""
+    metrics_auth_file: str = ""              # basic auth: a file holding USER:PASSWORD
     heartbeat_interval_s: float = 1.0        # told to agents in the welcome
     offline_after_missed: int = 3            # heartbeats missed before a board is marked offline
     telemetry_interval_s: float = 1.0        # agents' batch interval, told in the welcome
@@ -17,6 +23,9 @@ class ControllerConfig:
     telemetry_window: int = 600              # samples kept per board (60 s at 10 Hz)
     command_timeout_s: float = 30.0
     max_message_bytes: int = 4 * 1024 * 1024
+    max_connections: int = 4096              # open TCP connections at once (also bounded by the descriptor limit)
+    handshake_timeout_s: float = 10.0        # a connection that has not completed its handshake is closed
+    idle_connection_s: float = 300.0         # a connection without calls for this long is closed (agents keep a call)
     insecure: bool = False                   # allow plaintext on a non-loopback address
     tls_cert: str = ""                       # controller certificate, key and the lab CA: mutual TLS
     tls_key: str = ""
@@ -24,4 +33,5 @@ class ControllerConfig:
 
     @property
     def offline_after_s(self) -> float:
+        """Seconds without a heartbeat after which a board is marked offline."""
         return self.heartbeat_interval_s * self.offline_after_missed

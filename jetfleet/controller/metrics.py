@@ -1,4 +1,9 @@
-"""The controller's Prometheus metrics, on a registry of their own (no module-level singletons)."""
+"""The controller's Prometheus metrics, on a registry of their own (no module-level singletons).
+
+One unit per metric (the unit is the name's suffix). No label is called ``job`` or ``instance``: Prometheus
+gives those to the scrape target (a job's id is ``job_id``). Series that describe a live board (its power) go
+when the board goes offline, so sums over the fleet count only boards that report; a board's state
+(``jetfleet_board_online``) stays, at 0, until the board is forgotten, when every series naming it goes."""
 
 from __future__ import annotations
 
@@ -6,16 +11,25 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 
 class ControllerMetrics:
+    """The controller's Prometheus metrics: boards, telemetry, commands, campaigns, models and decisions."""
+
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.agents = Gauge("jetfleet_agents", "Known boards by model and state", ["board_model", "state"], registry=r)
-        self.telemetry_samples = Counter("jetfleet_telemetry_samples_total", "Telemetry samples ingested",
-                                         registry=r)
+        self.board_online = Gauge("jetfleet_board_online", "1 while the board's agent holds a session, 0 while it is "
+                                  "offline (until the board is forgotten)", ["device", "board_model"], registry=r)
+        self.telemetry_samples = Counter("jetfleet_telemetry_samples_total", "Telemetry samples ingested, per board",
+                                         ["device"], registry=r)
         self.telemetry_dropped = Counter("jetfleet_telemetry_dropped_samples_total",
-                                         "Samples agents dropped from their bounded buffers", registry=r)
-        self.rejected = Counter("jetfleet_agent_messages_rejected_total", "Agent messages refused", ["reason"],
-                                registry=r)
+                                         "Samples a board's agent dropped from its bounded buffer", ["device"],
+                                         registry=r)
+        self.rejected = Counter("jetfleet_agent_messages_rejected_total", "Agent messages refused, by message kind "
+                                "and error code", ["kind", "code"], registry=r)
+        self.notices_dropped = Counter("jetfleet_agent_notices_dropped_total", "Refusal notices not queued to an "
+                                       "agent that does not read its stream", registry=r)
+        self.store_retries = Counter("jetfleet_store_retries_total", "Store writes retried while the store was "
+                                     "unavailable", registry=r)
         self.commands = Counter("jetfleet_commands_total", "Commands sent to boards", ["type", "outcome"], registry=r)
         self.command_latency = Histogram("jetfleet_command_duration_seconds", "Command round trip", ["type"],
                                          buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
@@ -24,11 +38,68 @@ class ControllerMetrics:
                                       "duplicate, retried, failed)", ["workload", "outcome"], registry=r)
         self.campaign_remaining = Gauge("jetfleet_campaign_modes_remaining", "Modes left to measure",
                                         ["campaign", "workload"], registry=r)
+        self.campaign_progress = Gauge("jetfleet_campaign_last_progress_timestamp_seconds", "A running campaign: when "
+                                       "a mode last ended (measured or failed), or it started or resumed (Unix time)",
+                                       ["campaign", "workload"], registry=r)
         self.model_seconds = Histogram("jetfleet_model_training_seconds", "Reference training and transfer time",
                                        ["kind"], buckets=(0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600), registry=r)
-        self.decision = Gauge("jetfleet_decision_value", "Last applied decision per board: minibatch time (s) or "
-                              "power (W), predicted and observed", ["device", "quantity", "source"], registry=r)
+        self.decision_time = Gauge("jetfleet_decision_minibatch_seconds", "Last applied decision per board: time per "
+                                   "minibatch, predicted and observed", ["device", "source"], registry=r)
+        self.decision_power = Gauge("jetfleet_decision_power_watts", "Last applied decision per board: power, "
+                                    "predicted and observed", ["device", "source"], registry=r)
         self.decision_error = Gauge("jetfleet_decision_error_ratio", "Last applied decision: predicted / observed",
                                     ["device", "quantity"], registry=r)
-        self.board_power = Gauge("jetfleet_board_power_watts", "Board power relayed from telemetry",
+        self.board_power = Gauge("jetfleet_board_power_watts", "Board power relayed from telemetry (online boards)",
                                  ["device", "board_model"], registry=r)
+        self.jobs = Gauge("jetfleet_jobs", "Training jobs by state", ["state"], registry=r)
+        self.job_progress = Gauge("jetfleet_job_progress_ratio", "Share of a job's minibatches done",
+                                  ["job_id", "workload"], registry=r)
+        self.job_power = Gauge("jetfleet_job_power_watts", "A running job's power: its last full window (observed), "
+                               "its budget, and the choice's calibrated upper bound", ["job_id", "device", "quantity"],
+                               registry=r)
+        self.job_last_progress = Gauge("jetfleet_job_last_progress_timestamp_seconds", "An active job (not queued, not "
+                                       "ended): when it last moved on (a stage, a profiled mode, a minibatch report; "
+                                       "Unix time), by its stage", ["job_id", "workload", "stage"], registry=r)
+        self.job_steps = Counter("jetfleet_job_steps_total", "Closed-loop mode steps of jobs", ["goal"], registry=r)
+        for goal in ("power", "deadline"):   # exported from the start, at 0
+            self.job_steps.labels(goal)
+
+    def board_offline(self, device_id: str, board_model: str) -> None:
+        """A board went offline: its live measurements go (a dead board reports nothing), its state says 0."""
+        self.board_online.labels(device_id, board_model).set(0)
+        _remove(self.board_power, device_id, board_model)
+
+    def board_forgotten(self, device_id: str) -> None:
+        """A board was forgotten: every series naming it goes."""
+        for metric in (self.board_online, self.board_power, self.telemetry_samples, self.telemetry_dropped,
+                       self.decision_time, self.decision_power, self.decision_error):
+            _remove_matching(metric, device=device_id)
+
+    def job_moved(self, job_id: str, workload: str, stage: str, t_s: float) -> None:
+        """An active job moved on at ``t_s`` (Unix time) in ``stage``; the series of its earlier stage goes."""
+        _remove_matching(self.job_last_progress, job_id=job_id)
+        self.job_last_progress.labels(job_id, workload, stage).set(t_s)
+
+    def job_inactive(self, job_id: str, *, ended: bool) -> None:
+        """A job waits in the queue (nothing to stall) or ``ended``: its progress timestamp goes, and once it
+        ended, its live power series too (a finished job draws nothing)."""
+        _remove_matching(self.job_last_progress, job_id=job_id)
+        if ended:
+            self.drop_job_power(job_id)
+
+    def drop_job_power(self, job_id: str) -> None:
+        """Remove a job's power series (it ended, or moved to another board)."""
+        _remove_matching(self.job_power, job_id=job_id)
+
+
+def _remove(metric: Gauge | Counter, *labels: str) -> None:
+    metric.remove(*labels)   # a label set that is not there is no error
+
+
+def _remove_matching(metric: Gauge | Counter, **match: str) -> None:
+    """Remove every series of ``metric`` (a gauge or counter) whose labels include ``match``; found through the
+    public collect(), whose samples carry the label values in the metric's label order."""
+    series = {tuple(s.labels.values()) for m in metric.collect() for s in m.samples
+              if all(s.labels.get(k) == v for k, v in match.items())}
+    for values in series:
+        _remove(metric, *values)

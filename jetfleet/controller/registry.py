@@ -1,5 +1,6 @@
-"""The fleet registry: which boards exist, which are online (by heartbeat), their current mode,
-last telemetry and a rolling telemetry window; persisted through the store."""
+"""The device registry: which boards exist, their sessions, which are online (by heartbeat) and
+their current mode; persisted through the store. What the boards measure is the telemetry hub's
+(``telemetry.py``)."""
 
 from __future__ import annotations
 
@@ -7,35 +8,57 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.store import DeviceRecord, Event, Store
+from jetfleet.shared.bounds import check_id, check_text
 from jetfleet.shared.catalog import Catalog, catalog_from_dict
-from jetfleet.shared.convert import catalog_from_pb, check_name, check_sample, mode_from_pb
-from jetfleet.shared.errors import AlreadyExists, InvalidArgument, NotFound
-from jetfleet.shared.proto import agent_pb2, common_pb2
+from jetfleet.shared.convert import check_board, mode_from_pb
+from jetfleet.shared.errors import AlreadyExists, FailedPrecondition, JetfleetError, NotFound, ResourceExhausted
+from jetfleet.shared.proto import agent_pb2
+from jetfleet.shared.workloads import WORKLOADS
 
 log = logging.getLogger(__name__)
+MAX_OUTBOX = 1000        # messages queued to one agent; an agent that stops reading gets no more commands
+MAX_QUEUED_NOTICES = 50  # refusals queued to one agent; more are dropped (and counted) until it reads them
 
 
 @dataclass(eq=False)
 class Session:
+    """One agent's live stream: what the controller sends it goes through ``outbox``."""
+
     session_id: str
     device_id: str
     serial: str
     outbox: asyncio.Queue[agent_pb2.ControllerMessage | None]
     last_seen: float
     closed: bool = False
+    dropped_notices: int = 0
 
     def send(self, msg: agent_pb2.ControllerMessage) -> None:
-        if not self.closed:
-            self.outbox.put_nowait(msg)
+        """Queue a message to the agent (dropped once the session is closed).
+
+        ResourceExhausted when MAX_OUTBOX messages are queued already: the agent is not reading."""
+        if self.closed:
+            return
+        if self.outbox.qsize() >= MAX_OUTBOX:
+            raise ResourceExhausted(f"device {self.device_id} is not reading its stream ({self.outbox.qsize()} "
+                                    "messages queued); nothing more is sent to it", field="device_id")
+        self.outbox.put_nowait(msg)
+
+    def notify(self, msg: agent_pb2.ControllerMessage) -> bool:
+        """Queue a notice to the agent unless MAX_QUEUED_NOTICES messages wait already; False if it was dropped."""
+        if self.closed or self.outbox.qsize() >= MAX_QUEUED_NOTICES:
+            self.dropped_notices += 1
+            return False
+        self.outbox.put_nowait(msg)
+        return True
 
     def close(self) -> None:
+        """End the session's response stream."""
         if not self.closed:
             self.closed = True
             self.outbox.put_nowait(None)  # ends the response stream
@@ -43,20 +66,27 @@ class Session:
 
 @dataclass(eq=False)
 class LiveDevice:
+    """A known board: its stored record, its catalog and its session while it is online."""
+
     record: DeviceRecord
     catalog: Catalog
-    window: deque[common_pb2.TelemetrySample]
     session: Session | None = None
     metrics_address: str = ""   # HOST:PORT of the agent's /metrics (peer host as seen here), "" = none
-    last_telemetry: common_pb2.TelemetrySample | None = None
-    watchers: set[asyncio.Queue[common_pb2.TelemetrySample | None]] = field(default_factory=set)
+    instance_id: str = ""       # the agent process's instance (from its hello): a new one forgot every command
+    workloads: tuple[str, ...] = ()              # what the board offers (the built-ins and its plugins)
+    reported: tuple[object, ...] = ()            # the last heartbeat's mode: ((cores, MHz...), its checked text)
+    broken_workloads: dict[str, str] = field(default_factory=dict)   # plugins that failed to load there
+    speed: float = 0.0          # board seconds per wall second, as its agent said (1: real time; 0: not said)
 
     @property
     def online(self) -> bool:
+        """True while the board's agent holds a session."""
         return self.session is not None and not self.session.closed
 
 
-class Fleet:
+class Registry:
+    """Every board the controller knows, online or not."""
+
     def __init__(self, store: Store, config: ControllerConfig, metrics: ControllerMetrics, *,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
         self.store, self.config, self.metrics = store, config, metrics
@@ -64,24 +94,23 @@ class Fleet:
         self.devices: dict[str, LiveDevice] = {}
 
     async def load(self) -> None:
+        """Read the known boards from the store (all offline until their agents dial in)."""
         for rec in await asyncio.to_thread(self.store.list_devices):
-            self.devices[rec.device_id] = LiveDevice(rec, catalog_from_dict(rec.catalog), self._window())
+            self.devices[rec.device_id] = LiveDevice(rec, catalog_from_dict(rec.catalog))
         self._update_gauges()
         log.info("registry loaded %d boards from %s", len(self.devices), self.store.url)
 
-    def _window(self) -> deque[common_pb2.TelemetrySample]:
-        return deque(maxlen=self.config.telemetry_window)
-
     # --- sessions --------------------------------------------------------------------------------
     async def attach(self, hello: agent_pb2.Hello, peer_host: str = "") -> Session:
+        """Check a hello and open the board's session; a board already online from another serial is refused."""
         board = hello.board
-        device_id = check_name(board.device_id, "hello.board.device_id")
-        check_name(board.serial, "hello.board.serial")
-        catalog = catalog_from_pb(board.catalog)
-        if board.model != catalog.model:
-            raise InvalidArgument(f"hello.board.model {board.model!r} differs from its catalog's "
-                                  f"{catalog.model!r}", field="hello.board.model")
+        catalog = check_board(board)
+        device_id = board.device_id
+        check_text(hello.agent_version, "hello.agent_version", 64)
         mode = catalog.validate(mode_from_pb(hello.current_mode)) if hello.HasField("current_mode") else None
+        workloads = tuple(board.workloads)              # each checked by check_board
+        broken = dict(board.broken_workloads)
+        instance = check_id(hello.instance_id, "hello.instance_id") if hello.instance_id else ""
         live = self.devices.get(device_id)
         if live is not None and live.online and live.session and live.session.serial != board.serial:
             raise AlreadyExists(f"device id {device_id!r} is already connected from board serial "
@@ -92,12 +121,14 @@ class Fleet:
         await asyncio.to_thread(self.store.upsert_device, rec)
         await asyncio.to_thread(self.store.append_event, Event(device_id, now, "online", board.serial))
         if live is None:
-            live = self.devices[device_id] = LiveDevice(rec, catalog, self._window())
+            live = self.devices[device_id] = LiveDevice(rec, catalog)
         else:
             live.record, live.catalog = rec, catalog
         if live.session is not None:  # the same board reconnecting: the old stream is dead
             live.session.close()
         live.session = Session(uuid.uuid4().hex, device_id, board.serial, asyncio.Queue(), self.clock())
+        live.instance_id, live.workloads, live.broken_workloads = instance, workloads, broken
+        live.speed = board.speed if board.emulated else 1.0
         host = f"[{peer_host}]" if ":" in peer_host else peer_host
         live.metrics_address = f"{host}:{hello.metrics_port}" if hello.metrics_port and peer_host else ""
         self._update_gauges()
@@ -105,83 +136,104 @@ class Fleet:
         return live.session
 
     async def detach(self, session: Session, reason: str) -> None:
+        """Close a session; the board goes offline if it was its current one.
+
+        The board is offline at once; if the store cannot record it now, that is logged, not raised."""
         live = self.devices.get(session.device_id)
         session.close()
         if live is None or live.session is not session:
             return
         live.session = None
         live.record.last_seen_s = self.wall()
-        await asyncio.to_thread(self.store.upsert_device, live.record)
-        await asyncio.to_thread(self.store.append_event, Event(session.device_id, self.wall(), "offline", reason))
+        self.metrics.board_offline(session.device_id, live.catalog.model)
         self._update_gauges()
         log.info("board %s offline: %s", session.device_id, reason)
+        try:
+            await asyncio.to_thread(self.store.upsert_device, live.record)
+            await asyncio.to_thread(self.store.append_event, Event(session.device_id, self.wall(), "offline", reason))
+        except JetfleetError as e:
+            log.warning("board %s offline, not recorded in the store: %s", session.device_id, e.message)
 
-    async def reap(self) -> list[str]:
-        """Mark boards offline whose heartbeats stopped; returns their ids."""
+    async def forget(self, device_id: str) -> None:
+        """Remove an offline board and its history from the registry and the store.
+
+        FailedPrecondition while its agent is connected (stop the agent first)."""
+        live = self.get(device_id)
+        if live.online:
+            raise FailedPrecondition(f"device {device_id} is online; stop its agent before forgetting it",
+                                     field="device_id")
+        await asyncio.to_thread(self.store.delete_device, device_id)
+        if self.devices.get(device_id) is live and not live.online:
+            del self.devices[device_id]
+            self.metrics.board_forgotten(device_id)
+        self._update_gauges()
+        log.info("board %s forgotten", device_id)
+
+    async def reap(self, lag_s: float = 0.0) -> list[str]:
+        """Mark boards offline whose heartbeats stopped; returns their ids.
+
+        ``lag_s``: how far behind the controller itself is (its reaper ran that late): a heartbeat that waited
+        unread for that long is not the board's fault, so each board gets that much longer."""
         now = self.clock()
+        limit = self.config.offline_after_s + max(0.0, lag_s)
         stale = [d.session for d in self.devices.values()
-                 if d.session and not d.session.closed and now - d.session.last_seen > self.config.offline_after_s]
+                 if d.session and not d.session.closed and now - d.session.last_seen > limit]
         for s in stale:
             if s is not None:
                 await self.detach(s, f"no heartbeat for {self.config.offline_after_s:.1f} s")
         return [s.device_id for s in stale if s is not None]
 
     def touch(self, session: Session) -> None:
+        """The agent spoke: it is alive."""
         session.last_seen = self.clock()
 
     def heartbeat(self, session: Session, hb: agent_pb2.Heartbeat) -> None:
+        """A heartbeat keeps the session alive and reports the mode the board runs."""
         self.touch(session)
         if hb.HasField("current_mode"):
             live = self.get(session.device_id)
-            live.record.current_mode = str(live.catalog.validate(mode_from_pb(hb.current_mode)))
+            m = hb.current_mode
+            knobs = (m.cores, m.cpu_mhz, m.gpu_mhz, m.mem_mhz)
+            # Checked once per change of mode, not once per heartbeat.
+            if not live.reported or live.reported[0] != knobs or live.reported[1] != live.record.current_mode:
+                live.record.current_mode = str(live.catalog.validate(mode_from_pb(m)))
+                live.reported = (knobs, live.record.current_mode)
 
-    def telemetry(self, session: Session, batch: agent_pb2.TelemetryBatch) -> int:
-        self.touch(session)
-        if len(batch.samples) > self.config.max_batch_samples:
-            raise InvalidArgument(f"telemetry batch of {len(batch.samples)} samples exceeds the limit of "
-                                  f"{self.config.max_batch_samples}", field="telemetry.samples")
-        live = self.get(session.device_id)
-        rails = set(live.catalog.rail_labels())
-        for s in batch.samples:
-            check_sample(s, rails)
-        for s in batch.samples:
-            live.window.append(s)
-            for q in live.watchers:
-                if q.qsize() < 10_000:
-                    q.put_nowait(s)
-        if batch.samples:
-            live.last_telemetry = batch.samples[-1]
-            self.metrics.board_power.labels(session.device_id, live.catalog.model).set(live.last_telemetry.total_w)
-        self.metrics.telemetry_samples.inc(len(batch.samples))
-        self.metrics.telemetry_dropped.inc(batch.dropped)
-        return len(batch.samples)
-
-    async def set_current_mode(self, device_id: str, mode: str) -> None:
-        live = self.get(device_id)
-        live.record.current_mode = mode
-        await asyncio.to_thread(self.store.upsert_device, live.record)
-        await asyncio.to_thread(self.store.append_event, Event(device_id, self.wall(), "mode", mode))
+    def record_mode(self, device_id: str, mode: str) -> None:
+        """Store the mode a board confirmed (its record and a mode event); blocking, run off the event loop."""
+        live = self.devices.get(device_id)
+        if live is None:  # forgotten meanwhile
+            return
+        self.store.upsert_device(replace(live.record, current_mode=mode))
+        self.store.append_event(Event(device_id, self.wall(), "mode", mode))
 
     # --- queries -----------------------------------------------------------------------------------
     def get(self, device_id: str) -> LiveDevice:
+        """The board ``device_id``; NotFound naming some known ones otherwise."""
         live = self.devices.get(device_id)
         if live is None:
             known = ", ".join(sorted(self.devices)[:20]) or "none"
-            raise NotFound(f"unknown device {device_id!r} (known: {known})", field="device_id")
+            raise NotFound(f"unknown device {device_id[:64]!r} (known: {known})", field="device_id")
         return live
 
+    def check_workload(self, workload: str, *, device_id: str = "", board_model: str = "") -> None:
+        """NotFound unless ``workload`` is built in or offered by the board (or by a known board of the model):
+        a board offers the built-ins plus the plugins installed on it."""
+        if workload in WORKLOADS:
+            return
+        boards = [self.get(device_id)] if device_id else self.list(board_model)
+        if any(workload in d.workloads for d in boards):
+            return
+        offered = sorted({w for d in boards for w in d.workloads} - set(WORKLOADS))
+        broken = sorted({f"{k} ({v})" for d in boards for k, v in d.broken_workloads.items() if k == workload})
+        where = device_id or board_model or "any board"
+        raise NotFound(f"unknown workload {workload!r} for {where}; built in: {', '.join(sorted(WORKLOADS))}"
+                       + (f"; plugins offered there: {', '.join(offered)}" if offered else "")
+                       + (f"; broken there: {', '.join(broken)}" if broken else ""), field="workload")
+
     def list(self, model: str = "") -> list[LiveDevice]:
+        """Every board (of ``model``), by id."""
         return [d for k, d in sorted(self.devices.items()) if not model or d.catalog.model == model]
-
-    def watch(self, device_id: str) -> asyncio.Queue[common_pb2.TelemetrySample | None]:
-        q: asyncio.Queue[common_pb2.TelemetrySample | None] = asyncio.Queue()
-        self.get(device_id).watchers.add(q)
-        return q
-
-    def unwatch(self, device_id: str, q: asyncio.Queue[common_pb2.TelemetrySample | None]) -> None:
-        live = self.devices.get(device_id)
-        if live:
-            live.watchers.discard(q)
 
     def _update_gauges(self) -> None:
         self.metrics.agents.clear()
@@ -191,8 +243,11 @@ class Fleet:
             counts[key] = counts.get(key, 0) + 1
         for (model, state), n in counts.items():
             self.metrics.agents.labels(model, state).set(n)
+        for device_id, d in self.devices.items():
+            self.metrics.board_online.labels(device_id, d.catalog.model).set(1 if d.online else 0)
 
     def close_all(self) -> None:
+        """End every session (the controller is stopping)."""
         for d in self.devices.values():
             if d.session:
                 d.session.close()

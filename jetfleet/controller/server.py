@@ -3,31 +3,40 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import json
 import logging
+import resource
 from pathlib import Path
-from typing import Any
 
 import grpc
 
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.config import ControllerConfig
+from jetfleet.controller.health import HealthAndReflection
+from jetfleet.controller.jobs import JobManager, JobsConfig
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.powertrain.service import ModelService
-from jetfleet.controller.registry import Fleet
+from jetfleet.controller.registry import Registry
 from jetfleet.controller.service import OperatorService
 from jetfleet.controller.servicers import AgentLinkServicer, OperatorServicer
 from jetfleet.controller.sessions import AgentSessions
 from jetfleet.controller.store import Store, open_store
-from jetfleet.shared.errors import InvalidArgument
+from jetfleet.controller.telemetry import TelemetryHub
+from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, Unavailable
+from jetfleet.shared.metrics_http import MetricsHttpConfig, MetricsServer
 from jetfleet.shared.netutil import is_loopback
 from jetfleet.shared.proto import agent_pb2_grpc, operator_pb2_grpc
+from jetfleet.shared.sd import sd_groups
 from jetfleet.shared.tls import TlsFiles
 
 log = logging.getLogger(__name__)
+RESERVED_FDS = 256   # descriptors kept for the store, files, metrics and agents' streams beyond client connections
 
 
 def split_address(address: str, field: str = "listen") -> tuple[str, int]:
+    """HOST:PORT (or [v6]:PORT) as (host, port); InvalidArgument naming ``field`` otherwise."""
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise InvalidArgument(f"{field} {address!r}: expected HOST:PORT with a port 0..65535", field=field)
@@ -35,23 +44,35 @@ def split_address(address: str, field: str = "listen") -> tuple[str, int]:
 
 
 class Controller:
-    def __init__(self, config: ControllerConfig, store: Store | None = None) -> None:
+    """The controller process: composes the store, registry, telemetry hub, router, campaigns and models."""
+
+    def __init__(self, config: ControllerConfig, store: Store | None = None, jobs: JobsConfig | None = None) -> None:
         self.config = config
         self.store = store or open_store(config.store)
         self.metrics = ControllerMetrics()
-        self.fleet = Fleet(self.store, config, self.metrics)
-        self.router = CommandRouter(self.fleet, self.metrics)
-        self.sessions = AgentSessions(self.fleet, self.router)
-        self.campaigns = CampaignManager(self.fleet, self.router, self.metrics)
-        self.models = ModelService(self.fleet, self.router, self.campaigns, self.metrics)
-        self.service = OperatorService(self.fleet, self.router, self.campaigns, self.models)
+        self.registry = Registry(self.store, config, self.metrics)
+        self.telemetry = TelemetryHub(config, self.metrics)
+        self.router = CommandRouter(self.registry, self.metrics)
+        self.sessions = AgentSessions(self.registry, self.telemetry, self.router)
+        self.campaigns = CampaignManager(self.registry, self.router, self.metrics)
+        self.models = ModelService(self.registry, self.router, self.campaigns, self.metrics)
+        self.jobs = JobManager(self.registry, self.router, self.campaigns, self.models, self.metrics,
+                               config=jobs or JobsConfig())
+        self.service = OperatorService(self.registry, self.telemetry, self.router, self.campaigns, self.models,
+                                       self.jobs, max_message_bytes=config.max_message_bytes)
         self.port = 0
         self._server: grpc.aio.Server | None = None
+        self._health: HealthAndReflection | None = None
         self._reaper: asyncio.Task[None] | None = None
-        self._metrics_server: Any = None
+        self._metrics_server: MetricsServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> int:
+        """Load the boards, serve gRPC (plaintext off loopback only if ``insecure``), resume campaigns; returns the port."""
         host, port = split_address(self.config.listen)
+        metrics_http = self.metrics_http_config(host) if self.config.metrics_port is not None else None
+        if metrics_http is not None:
+            metrics_http.check()  # a bad metrics option is refused before anything listens
         creds = self._credentials()
         if creds is None and not is_loopback(host):
             if not self.config.insecure:
@@ -60,35 +81,73 @@ class Controller:
                                       field="listen")
             log.warning("PLAINTEXT gRPC on %s (--insecure): anyone who can reach it can drive these boards and "
                         "read their data", self.config.listen)
-        await self.fleet.load()
-        opts = [("grpc.max_receive_message_length", self.config.max_message_bytes),
-                ("grpc.max_send_message_length", self.config.max_message_bytes),
-                ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_permit_without_calls", 1),
-                ("grpc.http2.min_ping_interval_without_data_ms", 5_000)]
-        self._server = grpc.aio.server(options=opts)
-        agent_pb2_grpc.add_AgentLinkServicer_to_server(AgentLinkServicer(self.sessions, tls=creds is not None),
-                                                       self._server)
-        operator_pb2_grpc.add_OperatorServicer_to_server(OperatorServicer(self.service, tls=creds is not None),
-                                                         self._server)
+        await self.registry.load()
+        log.info("store %s: %s", self.store.url, self.store.durability())
+        self._server = grpc.aio.server(options=self.grpc_options())
+        agent_pb2_grpc.add_AgentLinkServicer_to_server(AgentLinkServicer(self.sessions, tls=self.tls), self._server)
+        operator_pb2_grpc.add_OperatorServicer_to_server(OperatorServicer(self.service, tls=self.tls), self._server)
+        health = self._health = HealthAndReflection(self._server)
         address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
-        self.port = (self._server.add_secure_port(address, creds) if creds is not None
-                     else self._server.add_insecure_port(address))
+        try:
+            self.port = (self._server.add_secure_port(address, creds) if creds is not None
+                         else self._server.add_insecure_port(address))
+        except RuntimeError:
+            self.port = 0
         if self.port == 0:
-            raise InvalidArgument(f"cannot listen on {self.config.listen}", field="listen")
+            raise FailedPrecondition(f"cannot listen on {self.config.listen}: the address is in use (another "
+                                     "controller?) or not this host's", field="listen")
         await self._server.start()
         await self.campaigns.start()
+        await self.jobs.start()
+        await health.serving()
         self._reaper = asyncio.create_task(self._reap_loop())
-        if self.config.metrics_port is not None:
-            from prometheus_client import start_http_server
-
-            self._metrics_server = start_http_server(self.config.metrics_port, addr=host,
-                                                     registry=self.metrics.registry)
-        log.info("controller listening on %s:%d (store %s)", host, self.port, self.store.url)
+        if metrics_http is not None:
+            self._loop = asyncio.get_running_loop()
+            self._metrics_server = MetricsServer(self.metrics.registry, metrics_http,
+                                                 routes={"/sd/agents": self._sd_agents}).start()
+        log.info("controller listening on %s:%d (%s, store %s)", host, self.port,
+                 "mutual TLS" if self.tls else "plaintext", self.store.url)
         return self.port
+
+    def grpc_options(self) -> list[tuple[str, int]]:
+        """gRPC server options: message limits, keepalive, an exclusive port, and bounded connections."""
+        c = self.config
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        limit = c.max_connections if soft == resource.RLIM_INFINITY else min(c.max_connections, soft - RESERVED_FDS)
+        return [("grpc.max_receive_message_length", c.max_message_bytes),
+                ("grpc.max_send_message_length", c.max_message_bytes),
+                ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.so_reuseport", 0),   # a second controller on a busy port fails instead of sharing it
+                ("grpc.max_allowed_incoming_connections", max(16, limit)),
+                ("grpc.server_handshake_timeout_ms", int(c.handshake_timeout_s * 1000)),
+                ("grpc.max_connection_idle_ms", int(c.idle_connection_s * 1000))]
 
     @property
     def tls(self) -> bool:
-        return bool(self.config.tls_cert)
+        """True when the controller speaks mutual TLS: it was given a certificate, its key and the lab CA."""
+        c = self.config
+        return bool(c.tls_cert and c.tls_key and c.tls_ca)
+
+    def metrics_http_config(self, grpc_host: str = "") -> MetricsHttpConfig:
+        """The metrics endpoint's settings (bound to the gRPC host unless ``metrics_address`` says otherwise)."""
+        c = self.config
+        return MetricsHttpConfig(address=c.metrics_address or grpc_host or split_address(c.listen)[0],
+                                 port=c.metrics_port or 0, tls_cert=c.metrics_tls_cert, tls_key=c.metrics_tls_key,
+                                 auth_file=c.metrics_auth_file)
+
+    def _sd_agents(self) -> tuple[str, bytes]:
+        """Prometheus http_sd: the online agents' metrics endpoints, read on the event loop (called by HTTP threads)."""
+        async def snapshot() -> list[tuple[str, str]]:
+            return [(d.record.model, d.metrics_address) for d in self.registry.list() if d.online]
+
+        loop = self._loop
+        assert loop is not None
+        try:
+            agents = asyncio.run_coroutine_threadsafe(snapshot(), loop).result(5.0)
+        except (RuntimeError, concurrent.futures.TimeoutError):
+            raise Unavailable("the controller is stopping", field="sd") from None
+        return "application/json", json.dumps(sd_groups(agents)).encode()
 
     def _credentials(self) -> grpc.ServerCredentials | None:
         c = self.config
@@ -102,27 +161,42 @@ class Controller:
 
     @property
     def metrics_port(self) -> int | None:
-        if self._metrics_server is None:
-            return None
-        return int(self._metrics_server[0].server_address[1])
+        """The port of the /metrics endpoint, or None when it is not served."""
+        return None if self._metrics_server is None else self._metrics_server.port
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http(s)://HOST:PORT/metrics``, or None when metrics are not served."""
+        return None if self._metrics_server is None else self._metrics_server.url
 
     async def _reap_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        tick_s = self.config.heartbeat_interval_s / 2
         while True:
-            await asyncio.sleep(self.config.heartbeat_interval_s / 2)
+            asked = loop.time()
+            await asyncio.sleep(tick_s)
+            # A controller that falls behind (a connection storm) reads heartbeats late: it must not take its own
+            # lag for silent boards, or it drops sessions whose agents dial again and make the storm worse.
+            lag_s = loop.time() - asked - tick_s
             try:
-                await self.sessions.reap()
+                await self.sessions.reap(lag_s)
             except Exception:
                 log.exception("reaper failed")
 
     async def stop(self, grace_s: float = 2.0) -> None:
+        """Stop campaigns and sessions, stop serving (``grace_s`` for calls in flight), and close the store."""
+        if self._health is not None:
+            await self._health.stopping()
         if self._reaper:
             self._reaper.cancel()
+        await self.jobs.stop()
         await self.campaigns.stop()
-        self.fleet.close_all()
+        await self.router.close()
+        self.registry.close_all()
         if self._server:
             await self._server.stop(grace_s)
         if self._metrics_server is not None:
-            self._metrics_server[0].shutdown()
+            self._metrics_server.stop()
             self._metrics_server = None
         self.store.close()
         log.info("controller stopped")

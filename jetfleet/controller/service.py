@@ -3,55 +3,80 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
+import math
 import time
 from collections.abc import AsyncIterator
 
 from jetfleet.controller import profiles_csv
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
+from jetfleet.controller.jobs import JobManager
 from jetfleet.controller.powertrain.service import ModelService
-from jetfleet.controller.registry import Fleet, LiveDevice
-from jetfleet.shared.catalog import Catalog
+from jetfleet.controller.registry import LiveDevice, Registry
+from jetfleet.controller.store import ProfileRecord
+from jetfleet.controller.telemetry import TelemetryHub
+from jetfleet.shared.bounds import check_id
+from jetfleet.shared.catalog import Catalog, builtin_catalogs
 from jetfleet.shared.convert import catalog_to_pb, mode_from_pb, mode_to_pb
-from jetfleet.shared.errors import InvalidArgument, NotFound
+from jetfleet.shared.errors import DeadlineExceeded, InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from jetfleet.shared.proto import agent_pb2, common_pb2, operator_pb2
+from jetfleet.shared.workloads import WORKLOADS
 
 MAX_TIMEOUT_S = 3600.0
+DEFAULT_WATCH_TIMEOUT_S = 10.0
 
 
 class OperatorService:
-    def __init__(self, fleet: Fleet, router: CommandRouter, campaigns: CampaignManager, models: ModelService) -> None:
-        self.fleet, self.router, self.campaigns, self.models = fleet, router, campaigns, models
+    """The operator API without gRPC: boards, modes, telemetry, campaigns and profiles; PowerTrain is ``models``,
+    training jobs ``jobs``."""
+
+    def __init__(self, registry: Registry, telemetry: TelemetryHub, router: CommandRouter, campaigns: CampaignManager,
+                 models: ModelService, jobs: JobManager, *, max_message_bytes: int = 4 * 1024 * 1024) -> None:
+        self.registry, self.telemetry, self.router = registry, telemetry, router
+        self.campaigns, self.models, self.jobs = campaigns, models, jobs
+        self.max_message_bytes = max_message_bytes
 
     def device_pb(self, d: LiveDevice, *, with_catalog: bool = False) -> operator_pb2.Device:
+        """A board as the operator API's Device: record, online state, mode, last sample (catalog if asked)."""
         msg = operator_pb2.Device(
             device_id=d.record.device_id, model=d.record.model, serial=d.record.serial, online=d.online,
-            last_seen_s=self.fleet.wall() if d.online else d.record.last_seen_s, software=d.record.software,
+            last_seen_s=self.registry.wall() if d.online else d.record.last_seen_s, software=d.record.software,
             emulated=d.record.emulated, first_seen_s=d.record.first_seen_s,
-            metrics_address=d.metrics_address if d.online else "")
+            metrics_address=d.metrics_address if d.online else "", workloads=list(d.workloads),
+            broken_workloads=d.broken_workloads, speed=d.speed)
         if d.record.current_mode:
             mode = d.catalog.parse_mode(d.record.current_mode)
             msg.current_mode.CopyFrom(mode_to_pb(mode))
             msg.current_mode_name = d.catalog.preset_name(mode) or ""
-        if d.last_telemetry is not None:
-            msg.last_telemetry.CopyFrom(d.last_telemetry)
+        last = self.telemetry.last(d.record.device_id)
+        if last is not None:
+            msg.last_telemetry.CopyFrom(last)
         if with_catalog:
             msg.catalog.CopyFrom(catalog_to_pb(d.catalog))
         return msg
 
     def list_devices(self, model: str = "") -> operator_pb2.ListDevicesResponse:
-        return operator_pb2.ListDevicesResponse(devices=[self.device_pb(d) for d in self.fleet.list(model)])
+        """Every known board (of ``model`` if given) as Device messages."""
+        return operator_pb2.ListDevicesResponse(devices=[self.device_pb(d) for d in self.registry.list(model)])
 
     def get_device(self, device_id: str) -> operator_pb2.Device:
-        return self.device_pb(self.fleet.get(device_id), with_catalog=True)
+        """One board with its catalog; NotFound if it is unknown."""
+        return self.device_pb(self.registry.get(device_id), with_catalog=True)
 
     async def set_mode(self, req: operator_pb2.SetModeRequest) -> operator_pb2.SetModeResponse:
-        live = self.fleet.get(req.device_id)
+        """Check a mode against the board's catalog, send it, and return what the board confirmed and when."""
+        live = self.registry.get(req.device_id)
         mode = live.catalog.parse_mode(req.mode)  # INVALID_ARGUMENT naming the knob, before anything is sent
-        if not 0 <= req.timeout_s <= MAX_TIMEOUT_S:
-            raise InvalidArgument(f"timeout_s must be 0..{MAX_TIMEOUT_S:.0f}", field="timeout_s")
+        if not (math.isfinite(req.timeout_s) and 0 <= req.timeout_s <= MAX_TIMEOUT_S):
+            raise InvalidArgument(f"timeout_s must be 0..{MAX_TIMEOUT_S:.0f} s (0: the controller's default)",
+                                  field="timeout_s")
+        if req.request_id:
+            check_id(req.request_id, "request_id")
         start = time.perf_counter()
-        cmd = agent_pb2.Command(set_mode=agent_pb2.SetMode(mode=mode_to_pb(mode)))
+        # A preset asked for by name travels with its values, so a board can enter NVIDIA's own preset.
+        preset = live.catalog.preset_named(req.mode) or ""
+        cmd = agent_pb2.Command(set_mode=agent_pb2.SetMode(mode=mode_to_pb(mode), preset=preset))
         result = await self.router.send(req.device_id, cmd, timeout_s=req.timeout_s or None,
                                         command_id=req.request_id)
         confirmed = live.catalog.validate(mode_from_pb(result.confirmed_mode))
@@ -59,31 +84,71 @@ class OperatorService:
                                             confirmed=mode_to_pb(confirmed), command_id=result.command_id,
                                             latency_s=time.perf_counter() - start)
 
-    async def watch(self, device_id: str, max_samples: int = 0) -> AsyncIterator[common_pb2.TelemetrySample]:
-        q = self.fleet.watch(device_id)
+    async def watch(self, device_id: str, max_samples: int = 0,
+                    timeout_s: float = 0.0) -> AsyncIterator[common_pb2.TelemetrySample]:
+        """A board's samples as they arrive, until ``max_samples`` are sent (0: until the caller stops).
+
+        UNAVAILABLE when the board is offline or goes offline; DEADLINE_EXCEEDED when no sample arrives
+        for ``timeout_s`` (0: 10 s)."""
+        live = self.registry.get(device_id)
+        if not (math.isfinite(timeout_s) and 0 <= timeout_s <= MAX_TIMEOUT_S):
+            raise InvalidArgument(f"timeout_s must be 0..{MAX_TIMEOUT_S:.0f} s (0: {DEFAULT_WATCH_TIMEOUT_S:.0f} s)",
+                                  field="timeout_s")
+        if not live.online:
+            raise Unavailable(f"device {device_id} is offline (last seen {time.ctime(live.record.last_seen_s)})",
+                              field="device_id")
+        wait_s = timeout_s or DEFAULT_WATCH_TIMEOUT_S
+        q = self.telemetry.watch(device_id)
         sent = 0
         try:
             while not max_samples or sent < max_samples:
-                sample = await q.get()
+                try:
+                    sample = await asyncio.wait_for(q.get(), wait_s)
+                except asyncio.TimeoutError:
+                    raise DeadlineExceeded(f"no telemetry from {device_id} for {wait_s:g} s", field="timeout_s") from None
                 if sample is None:
-                    return
+                    raise Unavailable(f"device {device_id} went offline", field="device_id")
                 yield sample
                 sent += 1
         finally:
-            self.fleet.unwatch(device_id, q)
+            self.telemetry.unwatch(device_id, q)
+
+    async def forget_device(self, device_id: str) -> operator_pb2.ForgetDeviceResponse:
+        """Remove an offline board and its history (FAILED_PRECONDITION while it is online)."""
+        await self.registry.forget(device_id)
+        self.telemetry.forget(device_id)
+        return operator_pb2.ForgetDeviceResponse(device_id=device_id)
 
     # --- campaigns and profiles -----------------------------------------------------------------
     def list_campaigns(self) -> operator_pb2.ListCampaignsResponse:
+        """Every campaign this controller has loaded or created, with its progress."""
         return operator_pb2.ListCampaignsResponse(
             campaigns=[self.campaigns.campaign_pb(r) for r in self.campaigns.runs.values()])
 
     def get_campaign(self, campaign_id: str) -> operator_pb2.Campaign:
+        """One campaign's progress; NotFound if it is unknown."""
         return self.campaigns.campaign_pb(self.campaigns.get(campaign_id))
 
-    async def export_profiles(self, req: operator_pb2.ExportProfilesRequest) -> operator_pb2.ExportProfilesResponse:
-        rows = await asyncio.to_thread(self.fleet.store.query_profiles, board_model=req.board_model,
+    async def _query(self, req: operator_pb2.ExportProfilesRequest) -> list[ProfileRecord]:
+        return await asyncio.to_thread(self.registry.store.query_profiles, board_model=req.board_model,
                                        workload=req.workload, device_id=req.device_id, source=req.campaign_id)
-        return operator_pb2.ExportProfilesResponse(csv=profiles_csv.export(rows), rows=len(rows))
+
+    async def export_profiles(self, req: operator_pb2.ExportProfilesRequest) -> operator_pb2.ExportProfilesResponse:
+        """The stored profiles that match the request's filters, as CSV in one message (RESOURCE_EXHAUSTED
+        past the message limit: ``export_stream`` has no limit)."""
+        rows = await self._query(req)
+        text = profiles_csv.export(rows)
+        if len(text) > self.max_message_bytes - 1024:
+            raise ResourceExhausted(f"{len(rows)} rows ({len(text)} bytes of CSV) do not fit one message; use the "
+                                    "streaming export (ExportProfilesStream, as `jetfleet profiles export` does)",
+                                    field="csv")
+        return operator_pb2.ExportProfilesResponse(csv=text, rows=len(rows))
+
+    async def export_stream(self, req: operator_pb2.ExportProfilesRequest) -> AsyncIterator[operator_pb2.ProfilesChunk]:
+        """The stored profiles that match the request's filters, as CSV in chunks of 10,000 rows."""
+        rows = await self._query(req)
+        for i, text in enumerate(profiles_csv.export_chunks(rows)):
+            yield operator_pb2.ProfilesChunk(csv=text, rows=text.count("\n") - (1 if i == 0 else 0))
 
     def _catalog_of(self, model: str) -> Catalog | None:
         try:
@@ -92,8 +157,76 @@ class OperatorService:
             return None
 
     async def import_profiles(self, req: operator_pb2.ImportProfilesRequest) -> operator_pb2.ImportProfilesResponse:
-        rows = profiles_csv.parse(req.csv, req.name or "input")
+        """Check a profile CSV and store its rows, and catalogs for new board models, all or nothing.
+
+        Idempotent: rows imported before (the same file again) are recognised and counted, not doubled. A board
+        model or workload the controller does not know is refused unless the request allows it (a typo would
+        start a new one)."""
+        return await self.import_csv(req.csv, req.name, allow_new=list(req.allow_new), allow_any_new=req.allow_any_new)
+
+    def _known_board_model(self, model: str) -> bool:
+        return (model in builtin_catalogs() or any(d.catalog.model == model for d in self.registry.devices.values())
+                or self.registry.store.get_catalog(model) is not None)
+
+    def _known_workload(self, workload: str) -> bool:
+        return (workload in WORKLOADS or any(workload in d.workloads for d in self.registry.devices.values())
+                or self.registry.store.has_profiles(workload=workload))
+
+    def _check_new_names(self, rows: list[profiles_csv.Row], label: str, allow_new: list[str],
+                         allow_any_new: bool) -> tuple[list[str], list[str]]:
+        """The board models and workloads of ``rows`` the controller does not know yet, each allowed by name or by
+        ``allow_any_new``; InvalidArgument naming the first line of the first one that is not (blocking)."""
+        firsts: dict[tuple[str, str], int] = {}
+        for r in rows:
+            firsts.setdefault(("board_model", r.board_model), r.line)
+            firsts.setdefault(("workload", r.workload), r.line)
+        new: dict[str, list[str]] = {"board_model": [], "workload": []}
+        for (kind, name), line in firsts.items():
+            known = self._known_board_model(name) if kind == "board_model" else self._known_workload(name)
+            if known:
+                continue
+            if not (allow_any_new or name in allow_new):
+                what = "board model" if kind == "board_model" else "workload"
+                pool = (set(builtin_catalogs()) | {d.catalog.model for d in self.registry.devices.values()}
+                        if kind == "board_model" else
+                        set(WORKLOADS) | {w for d in self.registry.devices.values() for w in d.workloads})
+                close = difflib.get_close_matches(name, sorted(pool), n=1)
+                raise InvalidArgument(
+                    f"{label} line {line}: {what} {name!r} is unknown to the controller"
+                    + (f" (did you mean {close[0]!r}?)" if close else "")
+                    + f"; nothing was imported. If {name!r} is a new {what}, allow it by name (allow_new; "
+                    f"`jetfleet profiles import --new {name}`)", field=kind)
+            new[kind].append(name)
+        return sorted(new["board_model"]), sorted(new["workload"])
+
+    async def import_csv(self, text: str, name: str, *, allow_new: list[str] | None = None,
+                         allow_any_new: bool = True) -> operator_pb2.ImportProfilesResponse:
+        """Import a profile CSV (its name labels errors); see ``import_profiles``. Called directly (not through the
+        operator API), every new name is allowed unless ``allow_any_new`` is False."""
+        label = name[:128] or "input"
+        rows = await asyncio.to_thread(profiles_csv.parse, text, label)
         records, new = await asyncio.to_thread(profiles_csv.to_records, rows, self._catalog_of)
-        await asyncio.to_thread(self.fleet.store.import_profiles, records, {m: c.to_dict() for m, c in new.items()})
-        return operator_pb2.ImportProfilesResponse(rows=len(records), source=records[0].source,
-                                                   new_board_models=sorted(new))
+        _, new_workloads = await asyncio.to_thread(self._check_new_names, rows, label, list(allow_new or []),
+                                                   allow_any_new)
+        added = await asyncio.to_thread(self.registry.store.import_profiles, records,
+                                        {m: c.to_dict() for m, c in new.items()})
+        return operator_pb2.ImportProfilesResponse(rows=added, source=records[0].source, already_stored=len(records) - added,
+                                                   new_board_models=sorted(new), new_workloads=new_workloads)
+
+    async def import_stream(self, chunks: AsyncIterator[operator_pb2.ProfilesChunk]) -> operator_pb2.ImportProfilesResponse:
+        """Import a profile CSV sent in chunks (no message limit; at most MAX_IMPORT_BYTES in all)."""
+        parts: list[str] = []
+        size = 0
+        name = ""
+        allow_new: list[str] = []
+        allow_any_new = False
+        first = True
+        async for chunk in chunks:
+            if first:
+                name, allow_new, allow_any_new, first = chunk.name, list(chunk.allow_new), chunk.allow_any_new, False
+            size += len(chunk.csv)
+            if size > profiles_csv.MAX_IMPORT_BYTES:
+                raise ResourceExhausted(f"import larger than {profiles_csv.MAX_IMPORT_BYTES} bytes; split the file",
+                                        field="csv")
+            parts.append(chunk.csv)
+        return await self.import_csv("".join(parts), name, allow_new=allow_new, allow_any_new=allow_any_new)

@@ -6,16 +6,18 @@ from __future__ import annotations
 import logging
 
 from jetfleet.controller.commands import CommandRouter
-from jetfleet.controller.registry import Fleet, Session
+from jetfleet.controller.registry import Registry, Session
+from jetfleet.controller.telemetry import TelemetryHub
+from jetfleet.shared import defaults
 from jetfleet.shared.errors import InvalidArgument, JetfleetError
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.proto import agent_pb2
 
 log = logging.getLogger(__name__)
-PROTOCOL = 1
 
 
 def peer_host(peer: str) -> str:
+    """The host of a gRPC peer string (ipv4:HOST:PORT, ipv6:[HOST]:PORT); '' for any other kind of peer."""
     kind, _, rest = peer.partition(":")
     if kind == "ipv4":
         return rest.rsplit(":", 1)[0]
@@ -25,52 +27,104 @@ def peer_host(peer: str) -> str:
 
 
 class AgentSessions:
-    def __init__(self, fleet: Fleet, router: CommandRouter) -> None:
-        self.fleet, self.router = fleet, router
+    """Agent sessions without gRPC: open one from a hello, handle each message, close it."""
+
+    def __init__(self, registry: Registry, telemetry: TelemetryHub, router: CommandRouter) -> None:
+        self.registry, self.telemetry, self.router = registry, telemetry, router
 
     async def open(self, first: agent_pb2.AgentMessage, peer: str = "") -> Session:
-        """``peer`` is gRPC's peer string (ipv4:1.2.3.4:5678, ipv6:[::1]:5678)."""
+        """Open a session from its first message, which must be a hello of this protocol version.
+
+        ``peer`` is gRPC's peer string (ipv4:1.2.3.4:5678, ipv6:[::1]:5678)."""
         if first.WhichOneof("kind") != "hello":
             raise InvalidArgument("the first message of a session must be a hello", field="hello")
-        if first.hello.protocol != PROTOCOL:
+        if first.hello.protocol != defaults.PROTOCOL_VERSION:
             raise InvalidArgument(f"protocol {first.hello.protocol} is not supported (this controller speaks "
-                                  f"{PROTOCOL})", field="hello.protocol")
-        return await self.fleet.attach(first.hello, peer_host(peer))
+                                  f"{defaults.PROTOCOL_VERSION})", field="hello.protocol")
+        known = self.registry.devices.get(first.hello.board.device_id)
+        before = known.session if known is not None else None
+        session = await self.registry.attach(first.hello, peer_host(peer))
+        if before is not None and before is not session:
+            # The board came back before its old stream was seen to break (a restarted agent, a NAT
+            # rebinding): what was sent down the old stream will not be answered there. Fail it now, so
+            # callers resend it on the new session (by id: an agent still running it joins, not repeats).
+            self.router.drop_session(before)
+            self.router.fail_pending(session.device_id, before)
+        return session
 
     def welcome(self, session: Session) -> agent_pb2.ControllerMessage:
-        c = self.fleet.config
+        """The first message to an agent: its session id and the heartbeat, telemetry and batch settings to use."""
+        c = self.registry.config
         return agent_pb2.ControllerMessage(welcome=agent_pb2.Welcome(
             session_id=session.session_id, heartbeat_interval_s=c.heartbeat_interval_s,
-            telemetry_interval_s=c.telemetry_interval_s, max_batch_samples=c.max_batch_samples))
+            telemetry_interval_s=c.telemetry_interval_s, max_batch_samples=c.max_batch_samples, columns=True,
+            folded_heartbeats=True))
 
     async def handle(self, session: Session, msg: agent_pb2.AgentMessage) -> None:
-        kind = msg.WhichOneof("kind")
+        """Handle one agent message; a bad one gets a Notice naming what was wrong, and the session goes on."""
+        if self.handle_now(session, msg):
+            return
         try:
-            if kind == "heartbeat":
-                self.fleet.heartbeat(session, msg.heartbeat)
-            elif kind == "telemetry":
-                self.fleet.telemetry(session, msg.telemetry)
+            self.registry.touch(session)
+            await self.router.on_result(session, msg.result)
+        except JetfleetError as e:
+            self._refused(session, "result", e)
+
+    def handle_now(self, session: Session, msg: agent_pb2.AgentMessage) -> bool:
+        """Handle a message that needs no waiting (every kind but a command's result) without a coroutine per
+        message; False, having done nothing, for a result (``handle`` it)."""
+        kind = msg.WhichOneof("kind")
+        if kind == "result":
+            return False
+        try:
+            if kind == "telemetry":
+                if session.closed:   # a late batch of a session already ended: its board is offline, no power
+                    return True
+                batch = msg.telemetry
+                if batch.HasField("heartbeat"):   # folded into the batch by an agent that was told it may
+                    self.registry.heartbeat(session, batch.heartbeat)
+                else:
+                    self.registry.touch(session)
+                self.telemetry.ingest(session.device_id, self.registry.get(session.device_id).catalog, batch)
+            elif kind == "heartbeat":
+                self.registry.heartbeat(session, msg.heartbeat)
             elif kind == "ack":
-                self.fleet.touch(session)
+                self.registry.touch(session)
                 self.router.on_ack(session, msg.ack)
-            elif kind == "result":
-                self.fleet.touch(session)
-                await self.router.on_result(session, msg.result)
+            elif kind == "progress":
+                self.registry.touch(session)
+                self.router.on_progress(session, msg.progress)
+            elif kind == "result_part":
+                self.registry.touch(session)
+                self.router.on_part(session, msg.result_part)
             elif kind == "hello":
                 raise InvalidArgument("hello was already received on this session", field="hello")
             else:
                 raise InvalidArgument("empty agent message", field="kind")
         except JetfleetError as e:
-            self.fleet.metrics.rejected.labels(kind or "empty").inc()
-            log.warning("board %s: refused %s: %s", session.device_id, kind, e.message)
-            session.send(agent_pb2.ControllerMessage(notice=agent_pb2.Notice(error=error_pb(e))))
+            self._refused(session, kind or "empty", e)
+        return True
+
+    def _refused(self, session: Session, kind: str, e: JetfleetError) -> None:
+        metrics = self.registry.metrics
+        metrics.rejected.labels(kind, e.code).inc()
+        log.warning("board %s: refused %s: %s", session.device_id, kind, e.message[:300])
+        if not session.notify(agent_pb2.ControllerMessage(notice=agent_pb2.Notice(error=error_pb(e)))):
+            metrics.notices_dropped.inc()
 
     async def close(self, session: Session, reason: str) -> None:
-        await self.fleet.detach(session, reason)
-        if not self.fleet.get(session.device_id).online:
-            self.router.fail_pending(session.device_id)
+        """Detach a session; if that leaves the board offline, its waiting commands fail now."""
+        self.router.drop_session(session)
+        self.router.fail_pending(session.device_id, session)  # nothing sent down this stream will be answered
+        await self.registry.detach(session, reason)
+        live = self.registry.devices.get(session.device_id)
+        if live is None or not live.online:
+            self.telemetry.end(session.device_id)
 
-    async def reap(self) -> None:
-        """Boards whose heartbeats stopped go offline; their waiting commands fail now."""
-        for device_id in await self.fleet.reap():
+    async def reap(self, lag_s: float = 0.0) -> None:
+        """Boards whose heartbeats stopped go offline; their waiting commands and telemetry watches end now.
+
+        ``lag_s``: how late the controller's own reaper ran (``Registry.reap``)."""
+        for device_id in await self.registry.reap(lag_s):
             self.router.fail_pending(device_id)
+            self.telemetry.end(device_id)

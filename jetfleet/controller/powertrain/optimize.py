@@ -1,10 +1,13 @@
 """From predictions to a choice: the time-power Pareto front and the goals an operator sets.
 
-Epoch time = minibatch time x minibatches per epoch; energy per epoch = power x epoch time."""
+Every prediction carries calibrated bounds (``calibrate.py``): a power budget is met by the
+fastest mode whose *upper* power bound is within it, a deadline by the lowest-power mode whose
+*upper* time bound meets it. Epoch time = minibatch time x minibatches per epoch; energy per
+epoch = power x epoch time."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -14,13 +17,49 @@ from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 
 @dataclass(frozen=True)
 class Predictions:
+    """Predicted time per minibatch (ms) and power (W) of each of ``modes``, index for index, with bounds
+    (equal to the prediction where no calibration is known)."""
+
     modes: list[PowerMode]
     time_ms: np.ndarray        # per minibatch
     power_w: np.ndarray
+    time_lo: np.ndarray = None  # type: ignore[assignment]  # None: the prediction itself
+    time_hi: np.ndarray = None  # type: ignore[assignment]
+    power_lo: np.ndarray = None  # type: ignore[assignment]
+    power_hi: np.ndarray = None  # type: ignore[assignment]
+    confidence: float = 0.0    # the level of the bounds; 0 when they are the point predictions
+    time_log: tuple[float, float] = (0.0, 0.0)    # the (lower, upper) log factors the bounds apply
+    power_log: tuple[float, float] = (0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        for name, base in (("time_lo", "time_ms"), ("time_hi", "time_ms"), ("power_lo", "power_w"),
+                           ("power_hi", "power_w")):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, getattr(self, base))
+
+    def bounded(self, confidence: float, time_log: tuple[float, float], power_log: tuple[float, float]) -> Predictions:
+        """These predictions with bounds: each (lower, upper) pair is the log factor applied to the prediction."""
+        return replace(self, time_lo=self.time_ms * np.exp(time_log[0]), time_hi=self.time_ms * np.exp(time_log[1]),
+                       power_lo=self.power_w * np.exp(power_log[0]), power_hi=self.power_w * np.exp(power_log[1]),
+                       confidence=confidence, time_log=time_log, power_log=power_log)
+
+    def interval(self, i: int, quantity: str) -> str:
+        """'29.9 W (bounds 27.1-32.6 W at 90%)' for mode ``i`` (quantity ``power`` or ``time``)."""
+        if quantity == "power":
+            v, lo, hi, unit = self.power_w[i], self.power_lo[i], self.power_hi[i], "W"
+        else:
+            v, lo, hi, unit = self.time_ms[i], self.time_lo[i], self.time_hi[i], "ms"
+        if not self.confidence:
+            return f"{v:.1f} {unit}"
+        return f"{v:.1f} {unit} (bounds {lo:.1f}-{hi:.1f} {unit} at {self.confidence:.0%})"
 
 
 @dataclass(frozen=True)
 class Choice:
+    """A chosen mode, its index, predicted time (ms) and power (W) with their bounds, the goal, and time (s)
+    and energy (J) per epoch. ``at_risk``: no mode met the goal at the bound's confidence, so this is the one
+    closest to it (the closed loop watches it)."""
+
     mode: PowerMode
     index: int
     time_ms: float
@@ -28,6 +67,11 @@ class Choice:
     goal: str
     epoch_s: float
     energy_per_epoch_j: float
+    time_hi_ms: float = 0.0
+    power_hi_w: float = 0.0
+    time_lo_ms: float = 0.0
+    power_lo_w: float = 0.0
+    at_risk: bool = False
 
 
 def pareto_front(time_ms: np.ndarray, power_w: np.ndarray) -> np.ndarray:
@@ -42,38 +86,66 @@ def pareto_front(time_ms: np.ndarray, power_w: np.ndarray) -> np.ndarray:
     return np.asarray(front, dtype=np.int64)
 
 
-def choose(p: Predictions, *, power_budget_w: float | None = None, deadline_s: float | None = None,
-           min_energy: bool = False, minibatches_per_epoch: int = 1) -> Choice:
+def check_goal(power_budget_w: float | None, deadline_s: float | None, min_energy: bool,
+               minibatches_per_epoch: int) -> None:
+    """InvalidArgument unless exactly one goal is given and every number is in range."""
     goals = sum(x is not None and x is not False for x in (power_budget_w, deadline_s, min_energy or None))
     if goals != 1:
         raise InvalidArgument("give exactly one goal: a power budget, a deadline, or minimum energy", field="goal")
     if minibatches_per_epoch < 1:
         raise InvalidArgument("minibatches_per_epoch must be >= 1", field="minibatches_per_epoch")
+    if power_budget_w is not None and not 0 < power_budget_w < 10_000:
+        raise InvalidArgument("the power budget must be positive (W, below 10000)", field="power_budget_w")
+    if deadline_s is not None and not 0 < deadline_s < 1e9:
+        raise InvalidArgument("the deadline must be positive (seconds)", field="deadline_s")
+
+
+def choose(p: Predictions, *, power_budget_w: float | None = None, deadline_s: float | None = None,
+           min_energy: bool = False, minibatches_per_epoch: int = 1, allowed: np.ndarray | None = None) -> Choice:
+    """The mode that meets one goal: fastest under a power budget, lowest power within a deadline, or least energy.
+
+    Budgets and deadlines are checked against the upper bounds. FailedPrecondition when even the lower
+    bounds cannot meet them (naming the lowest-power or the fastest mode with its interval); when only the
+    upper bounds cannot, the mode closest to the goal is chosen and marked ``at_risk``. ``allowed`` (a
+    boolean mask) restricts the candidates (the closed loop rules out modes it has seen over budget)."""
+    check_goal(power_budget_w, deadline_s, min_energy, minibatches_per_epoch)
+    ok_mask = np.ones(len(p.modes), bool) if allowed is None else np.asarray(allowed, bool)
+    if not ok_mask.any():
+        raise FailedPrecondition("every mode has been ruled out", field="goal")
     epoch_s = p.time_ms / 1e3 * minibatches_per_epoch
     energy = p.power_w * epoch_s
+    risk = False
     if power_budget_w is not None:
-        if not power_budget_w > 0:
-            raise InvalidArgument("the power budget must be positive", field="power_budget_w")
-        ok = np.flatnonzero(p.power_w <= power_budget_w)
-        if not len(ok):
-            low = int(np.argmin(p.power_w))
-            raise FailedPrecondition(
-                f"no mode is predicted under {power_budget_w:g} W; the lowest-power mode is {p.modes[low]} at "
-                f"{p.power_w[low]:.1f} W ({p.time_ms[low]:.1f} ms per minibatch)", field="power_budget_w")
-        i = int(ok[np.argmin(p.time_ms[ok])])
+        ok = np.flatnonzero((p.power_hi <= power_budget_w) & ok_mask)
+        if len(ok):
+            i = int(ok[np.argmin(p.time_ms[ok])])
+        else:
+            cand = np.flatnonzero(ok_mask)
+            low = int(cand[np.argmin(p.power_lo[cand])])
+            if p.power_lo[low] > power_budget_w:
+                raise FailedPrecondition(f"no mode can run under {power_budget_w:g} W: the lowest-power mode is "
+                                         f"{p.modes[low]} at {p.interval(low, 'power')} "
+                                         f"({p.interval(low, 'time')} per minibatch)", field="power_budget_w")
+            i, risk = int(cand[np.argmin(p.power_hi[cand])]), True
         goal = f"fastest under {power_budget_w:g} W"
     elif deadline_s is not None:
-        if not deadline_s > 0:
-            raise InvalidArgument("the deadline must be positive", field="deadline_s")
-        ok = np.flatnonzero(epoch_s <= deadline_s)
-        if not len(ok):
-            fast = int(np.argmin(epoch_s))
-            raise FailedPrecondition(
-                f"no mode is predicted to finish {minibatches_per_epoch} minibatches in {deadline_s:g} s; the "
-                f"fastest, {p.modes[fast]}, takes {epoch_s[fast]:.1f} s", field="deadline_s")
-        i = int(ok[np.argmin(p.power_w[ok])])
+        epoch_hi = p.time_hi / 1e3 * minibatches_per_epoch
+        ok = np.flatnonzero((epoch_hi <= deadline_s) & ok_mask)
+        if len(ok):
+            i = int(ok[np.argmin(p.power_w[ok])])
+        else:
+            cand = np.flatnonzero(ok_mask)
+            fast = int(cand[np.argmin(p.time_lo[cand])])
+            if p.time_lo[fast] / 1e3 * minibatches_per_epoch > deadline_s:
+                raise FailedPrecondition(
+                    f"no mode can finish {minibatches_per_epoch} minibatches in {deadline_s:g} s: the fastest, "
+                    f"{p.modes[fast]}, takes {epoch_s[fast]:.1f} s ({p.interval(fast, 'time')} per minibatch)",
+                    field="deadline_s")
+            i, risk = int(cand[np.argmin(p.time_hi[cand])]), True
         goal = f"lowest power within {deadline_s:g} s"
     else:
-        i = int(np.argmin(energy))
+        cand = np.flatnonzero(ok_mask)
+        i = int(cand[np.argmin(energy[cand])])
         goal = "least energy per epoch"
-    return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, float(epoch_s[i]), float(energy[i]))
+    return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, float(epoch_s[i]), float(energy[i]),
+                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]), risk)

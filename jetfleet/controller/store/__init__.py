@@ -5,25 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from jetfleet.controller.store.base import (
+    MAX_EVENTS_PER_DEVICE,
     CampaignRecord,
     CommandRecord,
     DeviceRecord,
     Event,
+    JobRecord,
     ModeState,
     ProfileRecord,
     Store,
 )
 
-__all__ = ["CampaignRecord", "CommandRecord", "DeviceRecord", "Event", "ModeState", "ProfileRecord", "Store",
+__all__ = ["CampaignRecord", "CommandRecord", "DeviceRecord", "Event", "JobRecord", "ModeState", "ProfileRecord", "Store",
            "open_store"]
 
 
-def open_store(spec: str | Path) -> Store:
+def open_store(spec: str | Path, *, max_events: int = MAX_EVENTS_PER_DEVICE) -> Store:
+    """The store ``spec`` names: redis://HOST:PORT/DB opens Redis, anything else is a SQLite data directory.
+
+    ``max_events``: events kept per board (the oldest go first)."""
     text = str(spec)
     if text.startswith("redis://"):
         from jetfleet.controller.store.redis import RedisStore
 
-        return RedisStore(text)
+        return RedisStore(text, max_events=max_events)
     from jetfleet.controller.store.sqlite import SqliteStore
 
-    return SqliteStore(Path(text).expanduser())
+    return SqliteStore(Path(text).expanduser(), max_events=max_events)

@@ -1,17 +1,29 @@
 """The controller's state behind one interface. Two backends (SQLite, Redis) run one contract
-test suite (tests/test_store_contract.py). Calls are blocking; the controller runs them off the
-event loop. A write returns only once it is durable (SQLite: synchronous=FULL in WAL mode;
-Redis: the server's append-only file with fsync on every write, which the backend checks)."""
+test suite (tests/test_store_contract.py) that pins one behaviour for every call. Calls are
+blocking; the controller runs them off the event loop. A write returns only once it is durable
+(SQLite: synchronous=FULL in WAL mode; Redis: the server's append-only file with fsync on every
+write, which the backend checks). A store that cannot be reached raises StoreUnavailable and
+changes nothing; a record that is physically impossible (NaN, negative, above the board model's
+power limit) raises InvalidArgument and is not written — a write is never silently ignored."""
 
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from jetfleet.shared.bounds import MAX_MINIBATCH_S, MAX_TIMESTAMP_S
+from jetfleet.shared.catalog import power_limit_w
+from jetfleet.shared.errors import InvalidArgument
+
+MAX_EVENTS_PER_DEVICE = 10_000   # events kept per board (the oldest go first), on every backend
 
 
 @dataclass
 class DeviceRecord:
+    """A board as stored: identity, software, catalog (as a dict), current mode, first and last seen (epoch s)."""
+
     device_id: str
     model: str
     serial: str
@@ -25,6 +37,8 @@ class DeviceRecord:
 
 @dataclass
 class CommandRecord:
+    """A command in the log: what was sent to which board, its status, and its (compacted) result or error."""
+
     command_id: str
     device_id: str
     kind: str                      # set_mode, run_training, run_profile, cancel
@@ -38,6 +52,8 @@ class CommandRecord:
 
 @dataclass
 class Event:
+    """One entry of a board's history: online, offline or a mode change, at ``t_s`` (epoch s)."""
+
     device_id: str
     t_s: float
     kind: str                      # online, offline, mode
@@ -46,6 +62,8 @@ class Event:
 
 @dataclass
 class CampaignRecord:
+    """A profiling campaign as stored: workload, target board or model, modes spec, minibatches per mode, status."""
+
     campaign_id: str
     workload: str
     target_device: str             # one board, or ''
@@ -60,6 +78,8 @@ class CampaignRecord:
 
 @dataclass
 class ModeState:
+    """The progress of one mode of a campaign: status, attempts, the board that ran it last, the last error."""
+
     mode: str
     status: str = "pending"        # pending, done, failed
     attempts: int = 0
@@ -85,22 +105,92 @@ class ProfileRecord:
     power_samples: int = 0
     steady_state_found: bool = False
     raw: dict[str, Any] | None = None  # {"minibatch_times_s": [...], "power": [[t_s, total_w, {rail: w}], ...]}
+    # A campaign's raw samples as the board sent them (its ProfileResult, serialized): written instead of
+    # ``raw`` with no per-sample work; queries with raw samples return them as ``raw`` (``store/raw.py``).
+    raw_pb: bytes = b""
 
     @property
     def knobs(self) -> tuple[int, float, float, float]:
+        """The mode as (cores, CPU MHz, GPU MHz, memory MHz)."""
         c, f, g, m = self.mode.split("/")
         return int(c), float(f), float(g), float(m)
 
+    def check(self) -> ProfileRecord:
+        """Return the record if it is physically possible; InvalidArgument naming the bad field otherwise.
+
+        Minibatch time in (0, 1 h], power in (0, the board model's limit], a finite observation time."""
+        limit_w = power_limit_w(self.board_model)
+        for name, value, hi in (("minibatch_time_ms", self.minibatch_time_ms, MAX_MINIBATCH_S * 1e3),
+                                ("power_w", self.power_w, limit_w)):
+            if not (math.isfinite(value) and 0 < value <= hi):
+                raise InvalidArgument(f"profile of {self.workload} on {self.board_model} in {self.mode}: {name}="
+                                      f"{value!r} is impossible; allowed (0, {hi:g}]", field=name)
+        if not (math.isfinite(self.observed_at) and 0 <= self.observed_at <= MAX_TIMESTAMP_S):
+            raise InvalidArgument(f"observed_at={self.observed_at!r} is not a time", field="observed_at")
+        if self.power_samples < 0 or self.observation < 0:
+            raise InvalidArgument("power_samples and observation must be >= 0", field="power_samples")
+        try:
+            self.knobs  # noqa: B018 - parses the mode
+        except ValueError:
+            raise InvalidArgument(f"mode {self.mode[:64]!r} is not CORES/CPU/GPU/MEM", field="mode") from None
+        return self
+
+
+@dataclass
+class JobRecord:
+    """A training job as stored: what to run, where and under which goal, and how far it got.
+
+    Progress (``minibatches_done``, ``energy_j``, ``elapsed_s``) belongs to the training command
+    ``run_id``; the store only ever moves it forward for that command (``advance_job``), so a report
+    from a superseded command or one that arrives late never counts a minibatch twice."""
+
+    job_id: str
+    workload: str
+    target_device: str             # one board, or ''
+    target_model: str              # the board model
+    goal: str                      # power, deadline, energy
+    power_budget_w: float
+    deadline_s: float              # board seconds for the whole job
+    minibatches: int               # the job's length
+    created_s: float
+    options: dict[str, Any] = field(default_factory=dict)   # confidence, max_steps, window_s, profile_modes, ...
+    state: str = "queued"          # queued, profiling, modelling, applying, running, done, failed, cancelled
+    detail: str = ""
+    device_id: str = ""            # the board running it now
+    model_id: str = ""
+    campaign_ids: list[str] = field(default_factory=list)
+    mode: str = ""                 # the mode it runs in now
+    choice: dict[str, Any] = field(default_factory=dict)    # the first choice: mode, predictions, bounds
+    run_id: str = ""               # the training command running it now
+    run: dict[str, Any] = field(default_factory=dict)       # that command: device, instance, offsets at its start
+    minibatches_done: int = 0
+    energy_j: float = 0.0
+    elapsed_s: float = 0.0         # board seconds of training
+    segments: list[dict[str, Any]] = field(default_factory=list)   # mode, device, minibatches, seconds, energy
+    steps: list[dict[str, Any]] = field(default_factory=list)      # the closed loop's steps
+    observed: dict[str, Any] = field(default_factory=dict)         # the last full window
+    goal_kept: bool = True
+    finished_s: float = 0.0
+
 
 class Store(abc.ABC):
-    @abc.abstractmethod
-    def upsert_device(self, rec: DeviceRecord) -> None: ...
+    """The controller's durable state: boards, commands, events, campaigns, profiles, catalogs and documents."""
 
     @abc.abstractmethod
-    def get_device(self, device_id: str) -> DeviceRecord | None: ...
+    def upsert_device(self, rec: DeviceRecord) -> None:
+        """Insert a board or replace its record, keeping the first-seen time already stored (``rec`` is not changed)."""
 
     @abc.abstractmethod
-    def list_devices(self) -> list[DeviceRecord]: ...
+    def delete_device(self, device_id: str) -> bool:
+        """Remove a board's record and its events; False if it was not stored."""
+
+    @abc.abstractmethod
+    def get_device(self, device_id: str) -> DeviceRecord | None:
+        """The stored record of a board, or None if it was never seen."""
+
+    @abc.abstractmethod
+    def list_devices(self) -> list[DeviceRecord]:
+        """Every stored board, by id."""
 
     @abc.abstractmethod
     def insert_command(self, cmd: CommandRecord) -> bool:
@@ -108,58 +198,100 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def finish_command(self, command_id: str, status: str, result: dict[str, Any], error: dict[str, str],
-                       finished_s: float) -> None: ...
+                       finished_s: float) -> None:
+        """Record a command's outcome (done or failed), result or error, and finish time; an unknown id is ignored."""
 
     @abc.abstractmethod
-    def get_command(self, command_id: str) -> CommandRecord | None: ...
+    def get_command(self, command_id: str) -> CommandRecord | None:
+        """A command of the log by id, or None."""
 
     @abc.abstractmethod
-    def append_event(self, event: Event) -> None: ...
+    def append_event(self, event: Event) -> None:
+        """Add an event to its board's history; the history keeps the newest ``max_events`` events."""
 
     @abc.abstractmethod
     def list_events(self, device_id: str, limit: int = 100) -> list[Event]:
-        """Newest first."""
+        """A board's most recent events, at most ``limit`` (none for ``limit`` <= 0), newest first."""
 
     # --- campaigns and profiles --------------------------------------------------------------
     @abc.abstractmethod
     def create_campaign(self, rec: CampaignRecord, modes: list[str]) -> None:
-        """All or nothing: the campaign and every one of its modes (pending)."""
+        """All or nothing: the campaign and every one of its modes (pending). AlreadyExists if the id is taken."""
 
     @abc.abstractmethod
-    def get_campaign(self, campaign_id: str) -> CampaignRecord | None: ...
+    def get_campaign(self, campaign_id: str) -> CampaignRecord | None:
+        """A stored campaign by id, or None."""
 
     @abc.abstractmethod
-    def list_campaigns(self) -> list[CampaignRecord]: ...
+    def list_campaigns(self) -> list[CampaignRecord]:
+        """Every stored campaign, oldest first (by creation time, then id)."""
 
     @abc.abstractmethod
-    def set_campaign_status(self, campaign_id: str, status: str, finished_s: float = 0.0) -> None: ...
+    def set_campaign_status(self, campaign_id: str, status: str, finished_s: float = 0.0) -> None:
+        """Set a campaign's status (running, paused, cancelled, done) and its finish time (0 while unfinished)."""
 
     @abc.abstractmethod
     def campaign_modes(self, campaign_id: str) -> list[ModeState]:
-        """In the campaign's order."""
+        """The state of every mode of a campaign, in the campaign's order."""
 
     @abc.abstractmethod
-    def set_mode_state(self, campaign_id: str, state: ModeState) -> None: ...
+    def set_mode_state(self, campaign_id: str, state: ModeState, command: CommandRecord | None = None) -> None:
+        """Store the progress of one mode of a campaign (status, attempts, board, error) and, when given, the
+        log entry of the command that ran it (replacing an older entry of its id), in one durable write."""
 
     @abc.abstractmethod
-    def record_result(self, rec: ProfileRecord) -> bool:
-        """Store a campaign's result and mark its mode done, atomically. False (nothing written) if a
-        result for (source, mode, observation) exists already: a duplicate from a retry."""
+    def record_result(self, rec: ProfileRecord, command: CommandRecord | None = None) -> bool:
+        """Store a campaign's result, mark its mode done and, when given, write the log entry of the command
+        that measured it (replacing an older entry of its id): one atomic, durable write. False if a result for
+        (source, mode, observation) exists already (a duplicate from a retry): the stored result and mode
+        are kept, only the command's entry is written. InvalidArgument (nothing written) for an impossible
+        record (``ProfileRecord.check``)."""
 
     @abc.abstractmethod
-    def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> None:
-        """All or nothing: the rows and the catalogs of board models that had none."""
+    def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> int:
+        """All or nothing: the rows, and the catalogs of board models that have none stored yet (a stored
+        catalog is kept). A row whose (source, mode, observation) is stored already is kept as stored
+        and not counted: importing the same rows twice stores them once. Returns the rows added.
+        InvalidArgument (nothing written) if any record is impossible."""
 
     @abc.abstractmethod
     def query_profiles(self, *, board_model: str = "", device_id: str = "", workload: str = "", mode: str = "",
                        source: str = "", with_raw: bool = False) -> list[ProfileRecord]:
         """Matching rows ordered by (source, mode, observation); raw samples only when asked."""
 
-    @abc.abstractmethod
-    def put_catalog(self, model: str, catalog: dict[str, Any]) -> None: ...
+    def has_profiles(self, *, workload: str) -> bool:
+        """Whether any profile of ``workload`` is stored (an import tells a new workload from a known one)."""
+        return bool(self.query_profiles(workload=workload))
 
     @abc.abstractmethod
-    def get_catalog(self, model: str) -> dict[str, Any] | None: ...
+    def put_catalog(self, model: str, catalog: dict[str, Any]) -> None:
+        """Insert or replace the catalog (as a dict) of a board model."""
+
+    @abc.abstractmethod
+    def get_catalog(self, model: str) -> dict[str, Any] | None:
+        """The stored catalog of a board model, or None."""
+
+    # --- jobs ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def create_job(self, rec: JobRecord) -> bool:
+        """Store a new job; False (and nothing written) if its id exists already."""
+
+    @abc.abstractmethod
+    def get_job(self, job_id: str) -> JobRecord | None:
+        """A job by id, or None."""
+
+    @abc.abstractmethod
+    def list_jobs(self) -> list[JobRecord]:
+        """Every job, oldest first (by creation time, then id)."""
+
+    @abc.abstractmethod
+    def update_job(self, rec: JobRecord) -> None:
+        """Replace a stored job's record (an unknown id is ignored)."""
+
+    @abc.abstractmethod
+    def advance_job(self, job_id: str, run_id: str, minibatches_done: int, energy_j: float, elapsed_s: float) -> bool:
+        """Record progress of the job's training command ``run_id``, atomically and only forward: nothing is
+        written (False) unless ``run_id`` is the job's current one and neither count goes back."""
 
     # --- documents (model artifacts, decisions) ----------------------------------------------
     @abc.abstractmethod
@@ -167,15 +299,23 @@ class Store(abc.ABC):
         """Insert or replace a JSON document of a kind ("model", "decision")."""
 
     @abc.abstractmethod
-    def get_doc(self, kind: str, doc_id: str) -> dict[str, Any] | None: ...
+    def get_doc(self, kind: str, doc_id: str) -> dict[str, Any] | None:
+        """A stored document by kind and id, or None."""
 
     @abc.abstractmethod
     def list_docs(self, kind: str) -> list[dict[str, Any]]:
         """Every document of a kind, in insertion order."""
 
     @abc.abstractmethod
-    def close(self) -> None: ...
+    def durability(self) -> dict[str, str]:
+        """How writes are made durable, as the backend reports it (SQLite: journal_mode, synchronous;
+        Redis: appendonly, appendfsync); the controller logs it and warns when it is weaker than promised."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the connection; the store is not used afterwards."""
 
     @property
     @abc.abstractmethod
-    def url(self) -> str: ...
+    def url(self) -> str:
+        """Where the data lives, for logs: the SQLite file's path or the Redis URL."""

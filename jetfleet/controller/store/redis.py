@@ -1,18 +1,22 @@
 """Redis backend, shared by several controller replicas. Keys under a prefix:
 ``{p}:device:{id}`` (JSON), ``{p}:devices`` (set), ``{p}:command:{id}`` (JSON, written with NX),
-``{p}:events:{device}`` (list, newest first, capped)."""
+``{p}:events:{device}`` (list, newest first, capped), campaigns, profiles with index sets,
+catalogs and documents. A Redis that cannot be reached (down, restarting, loading its
+append-only file) raises StoreUnavailable."""
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, fields, replace
 from typing import Any
 from urllib.parse import urlparse
 
 import redis
 
 from jetfleet.controller.store.base import (
+    MAX_EVENTS_PER_DEVICE,
     CampaignRecord,
     CommandRecord,
     DeviceRecord,
@@ -21,68 +25,117 @@ from jetfleet.controller.store.base import (
     ProfileRecord,
     Store,
 )
-from jetfleet.shared.errors import InvalidArgument, Unavailable
+from jetfleet.controller.store.jobs_redis import RedisJobs
+from jetfleet.controller.store.raw import raw_from_text, raw_to_text
+from jetfleet.shared.errors import AlreadyExists, InvalidArgument, PermissionDenied, StoreUnavailable
 
 log = logging.getLogger(__name__)
-MAX_EVENTS_PER_DEVICE = 10_000
+_UNREACHABLE = (redis.ConnectionError, redis.TimeoutError)  # BusyLoadingError is a ConnectionError
 
-# Store a result and mark its campaign mode done, atomically; refuse a duplicate.
-# KEYS: profile, raw, campaign modes hash, index sets (model, workload, device, source)
-# ARGV: profile json, raw json ('' = none), mode, mode state json, member
+# Store a result, mark its campaign mode done (its attempt count kept) and log the command that measured
+# it, atomically: one script, one append to the AOF, one fsync. A duplicate result writes only the log entry.
+# KEYS: profile, raw, campaign modes hash, command, index sets (model, workload, device, source, all)
+# ARGV: profile json, raw text ('' = none), mode, device id, member, command json ('' = none)
 _RECORD = """
+if ARGV[6] ~= '' then redis.call('SET', KEYS[4], ARGV[6]) end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2]) end
-if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
-for i = 4, #KEYS do redis.call('SADD', KEYS[i], ARGV[5]) end
+local cur = redis.call('HGET', KEYS[3], ARGV[3])
+if cur then
+  local state = cjson.decode(cur)
+  state['status'] = 'done'
+  state['device_id'] = ARGV[4]
+  state['error'] = ''
+  redis.call('HSET', KEYS[3], ARGV[3], cjson.encode(state))
+end
+for i = 5, #KEYS do redis.call('SADD', KEYS[i], ARGV[5]) end
 return 1
 """
+_SUMMARY_FIELDS = tuple(f.name for f in fields(ProfileRecord) if f.name not in ("raw", "raw_pb"))
 
 
-class RedisStore(Store):
-    def __init__(self, url: str, prefix: str = "jetfleet") -> None:
+def redacted(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for logs, errors and the start-up line)."""
+    parsed = urlparse(url)
+    if parsed.password is None:
+        return url
+    user = parsed.username or ""
+    host = parsed.netloc.rpartition("@")[2]
+    return parsed._replace(netloc=f"{user}:***@{host}").geturl()
+
+
+class RedisStore(RedisJobs, Store):
+    """The shared store: keys under ``prefix`` in Redis, for several controller replicas.
+
+    It warns at start when Redis does not fsync every write (appendonly yes, appendfsync always)."""
+
+    def __init__(self, url: str, prefix: str = "jetfleet", *, max_events: int = MAX_EVENTS_PER_DEVICE,
+                 timeout_s: float = 5.0) -> None:
         parsed = urlparse(url)
+        self._url = redacted(url)  # the password (redis://:PASSWORD@HOST) is used to connect, never shown
         if parsed.scheme != "redis" or not parsed.hostname:
-            raise InvalidArgument(f"store {url!r}: expected redis://HOST:PORT/DB", field="store")
-        self._url = url
+            raise InvalidArgument(f"store {self._url!r}: expected redis://[:PASSWORD@]HOST:PORT/DB", field="store")
         self.p = prefix
-        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=10)
-        try:
-            aof = self.r.config_get("appendonly").get("appendonly")
-            fsync = self.r.config_get("appendfsync").get("appendfsync")
-        except redis.ConnectionError as e:
-            raise Unavailable(f"cannot reach Redis at {url}: {e}", field="store") from None
-        except redis.ResponseError:
-            aof = fsync = "unknown"  # CONFIG disabled (managed Redis): cannot check
-        if aof != "yes" or fsync != "always":
+        self.max_events = max_events
+        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=timeout_s,
+                                      socket_connect_timeout=timeout_s)
+        self._record_script = self.r.register_script(_RECORD)   # EVALSHA: the script is sent once
+        d = self.durability()
+        if d["appendonly"] != "yes" or d["appendfsync"] != "always":
             log.warning("Redis at %s has appendonly=%s appendfsync=%s: acknowledged writes may be lost in a "
-                        "crash; run it with --appendonly yes --appendfsync always", url, aof, fsync)
+                        "crash; run it with --appendonly yes --appendfsync always", self._url, d["appendonly"],
+                        d["appendfsync"])
 
     @property
     def url(self) -> str:
+        """The Redis URL it was opened with, its password replaced by ``***``."""
         return self._url
 
-    def _call(self, fn: Any, *args: Any) -> Any:
+    def durability(self) -> dict[str, str]:
+        """appendonly and appendfsync as the server reports them ('unknown' where CONFIG is disabled)."""
         try:
-            return fn(*args)
-        except redis.ConnectionError as e:
-            raise Unavailable(f"Redis at {self._url} is unreachable: {e}", field="store") from None
+            aof = self._call(self.r.config_get, "appendonly").get("appendonly", "unknown")
+            fsync = self._call(self.r.config_get, "appendfsync").get("appendfsync", "unknown")
+        except redis.ResponseError:
+            aof = fsync = "unknown"  # CONFIG disabled (managed Redis): cannot check
+        return {"appendonly": aof, "appendfsync": fsync}
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except redis.AuthenticationError as e:  # a ConnectionError too, but the operator's to fix, not an outage
+            raise PermissionDenied(f"Redis at {self._url} refused the store's credentials ({e}): give the password "
+                                   "in the store URL, redis://:PASSWORD@HOST:PORT/DB", field="store") from None
+        except _UNREACHABLE as e:
+            raise StoreUnavailable(f"store unavailable: Redis at {self._url}: {e}", field="store") from None
 
     def upsert_device(self, rec: DeviceRecord) -> None:
+        """Write the record and index it in one MULTI/EXEC, keeping the stored first-seen time (``rec`` is not changed)."""
         key = f"{self.p}:device:{rec.device_id}"
         old = self._call(self.r.get, key)
         if old:
-            rec.first_seen_s = json.loads(old)["first_seen_s"]
+            rec = replace(rec, first_seen_s=json.loads(old)["first_seen_s"])
         pipe = self.r.pipeline(transaction=True)
         pipe.set(key, json.dumps(asdict(rec)))
         pipe.sadd(f"{self.p}:devices", rec.device_id)
         self._call(pipe.execute)
 
+    def delete_device(self, device_id: str) -> bool:
+        """Delete the record, its index entry and its events in one MULTI/EXEC."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.delete(f"{self.p}:device:{device_id}")
+        pipe.srem(f"{self.p}:devices", device_id)
+        pipe.delete(f"{self.p}:events:{device_id}")
+        return bool(self._call(pipe.execute)[0])
+
     def get_device(self, device_id: str) -> DeviceRecord | None:
+        """The board's record, or None."""
         raw = self._call(self.r.get, f"{self.p}:device:{device_id}")
         return DeviceRecord(**json.loads(raw)) if raw else None
 
     def list_devices(self) -> list[DeviceRecord]:
+        """Every indexed board's record, by id."""
         ids = sorted(self._call(self.r.smembers, f"{self.p}:devices"))
         if not ids:
             return []
@@ -90,11 +143,12 @@ class RedisStore(Store):
         return [DeviceRecord(**json.loads(r)) for r in raws if r]
 
     def insert_command(self, cmd: CommandRecord) -> bool:
-        return bool(self._call(self.r.set, f"{self.p}:command:{cmd.command_id}", json.dumps(asdict(cmd)), None,
-                               None, True))
+        """SET NX: False if the id exists."""
+        return bool(self._call(self.r.set, f"{self.p}:command:{cmd.command_id}", json.dumps(asdict(cmd)), nx=True))
 
     def finish_command(self, command_id: str, status: str, result: dict[str, Any], error: dict[str, str],
                        finished_s: float) -> None:
+        """Read, update and rewrite the command (not atomic across replicas)."""
         cmd = self.get_command(command_id)
         if cmd is None:
             return
@@ -102,54 +156,81 @@ class RedisStore(Store):
         self._call(self.r.set, f"{self.p}:command:{command_id}", json.dumps(asdict(cmd)))
 
     def get_command(self, command_id: str) -> CommandRecord | None:
+        """The command, or None."""
         raw = self._call(self.r.get, f"{self.p}:command:{command_id}")
         return CommandRecord(**json.loads(raw)) if raw else None
 
     def append_event(self, event: Event) -> None:
+        """LPUSH onto the board's list, trimmed to the newest ``max_events`` events."""
         key = f"{self.p}:events:{event.device_id}"
         pipe = self.r.pipeline(transaction=True)
         pipe.lpush(key, json.dumps(asdict(event)))
-        pipe.ltrim(key, 0, MAX_EVENTS_PER_DEVICE - 1)
+        pipe.ltrim(key, 0, self.max_events - 1)
         self._call(pipe.execute)
 
     def list_events(self, device_id: str, limit: int = 100) -> list[Event]:
+        """The head of the board's list, newest first (none for ``limit`` <= 0)."""
+        if limit <= 0:
+            return []
         raws = self._call(self.r.lrange, f"{self.p}:events:{device_id}", 0, limit - 1)
         return [Event(**json.loads(r)) for r in raws]
 
     # --- campaigns and profiles ------------------------------------------------------------------
     def create_campaign(self, rec: CampaignRecord, modes: list[str]) -> None:
-        pipe = self.r.pipeline(transaction=True)
-        pipe.set(f"{self.p}:campaign:{rec.campaign_id}", json.dumps(asdict(rec)))
-        pipe.sadd(f"{self.p}:campaigns", rec.campaign_id)
-        pipe.delete(f"{self.p}:cmodes:{rec.campaign_id}", f"{self.p}:corder:{rec.campaign_id}")
-        for chunk in range(0, len(modes), 2000):
-            part = modes[chunk:chunk + 2000]
-            pipe.hset(f"{self.p}:cmodes:{rec.campaign_id}", mapping={m: json.dumps(asdict(ModeState(m))) for m in part})
-            pipe.rpush(f"{self.p}:corder:{rec.campaign_id}", *part)
-        self._call(pipe.execute)
+        """The campaign, its modes' states and their order in one MULTI/EXEC (modes in chunks of 2000), under
+        WATCH of the campaign's key: AlreadyExists if the id is taken (also by a replica meanwhile)."""
+        key = f"{self.p}:campaign:{rec.campaign_id}"
+
+        def write(pipe: Any) -> None:
+            if pipe.exists(key):
+                raise AlreadyExists(f"campaign {rec.campaign_id} exists already", field="campaign_id")
+            pipe.multi()
+            pipe.set(key, json.dumps(asdict(rec)))
+            pipe.sadd(f"{self.p}:campaigns", rec.campaign_id)
+            pipe.delete(f"{self.p}:cmodes:{rec.campaign_id}", f"{self.p}:corder:{rec.campaign_id}")
+            for chunk in range(0, len(modes), 2000):
+                part = modes[chunk:chunk + 2000]
+                pipe.hset(f"{self.p}:cmodes:{rec.campaign_id}",
+                          mapping={m: json.dumps(asdict(ModeState(m))) for m in part})
+                pipe.rpush(f"{self.p}:corder:{rec.campaign_id}", *part)
+
+        self._call(self.r.transaction, write, key)
 
     def get_campaign(self, campaign_id: str) -> CampaignRecord | None:
+        """The campaign, or None."""
         raw = self._call(self.r.get, f"{self.p}:campaign:{campaign_id}")
         return CampaignRecord(**json.loads(raw)) if raw else None
 
     def list_campaigns(self) -> list[CampaignRecord]:
+        """Every indexed campaign, by creation time then id."""
         ids = sorted(self._call(self.r.smembers, f"{self.p}:campaigns"))
         raws = self._call(self.r.mget, [f"{self.p}:campaign:{i}" for i in ids]) if ids else []
         return sorted((CampaignRecord(**json.loads(r)) for r in raws if r), key=lambda c: (c.created_s, c.campaign_id))
 
     def set_campaign_status(self, campaign_id: str, status: str, finished_s: float = 0.0) -> None:
+        """Read, update and rewrite the campaign (not atomic across replicas)."""
         rec = self.get_campaign(campaign_id)
         if rec is not None:
             rec.status, rec.finished_s = status, finished_s
             self._call(self.r.set, f"{self.p}:campaign:{campaign_id}", json.dumps(asdict(rec)))
 
     def campaign_modes(self, campaign_id: str) -> list[ModeState]:
+        """The modes' states in the campaign's order list."""
         order = self._call(self.r.lrange, f"{self.p}:corder:{campaign_id}", 0, -1)
         states = self._call(self.r.hgetall, f"{self.p}:cmodes:{campaign_id}")
         return [ModeState(**json.loads(states[m])) for m in order if m in states]
 
-    def set_mode_state(self, campaign_id: str, state: ModeState) -> None:
-        self._call(self.r.hset, f"{self.p}:cmodes:{campaign_id}", state.mode, json.dumps(asdict(state)))
+    def set_mode_state(self, campaign_id: str, state: ModeState, command: CommandRecord | None = None) -> None:
+        """HSET of the mode's state and SET of the command's log entry, in one MULTI/EXEC."""
+        key = f"{self.p}:cmodes:{campaign_id}"
+        value = json.dumps(asdict(state))
+        if command is None:
+            self._call(self.r.hset, key, state.mode, value)
+            return
+        pipe = self.r.pipeline(transaction=True)
+        pipe.set(f"{self.p}:command:{command.command_id}", self._command_json(command))
+        pipe.hset(key, state.mode, value)
+        self._call(pipe.execute)
 
     def _profile_keys(self, rec: ProfileRecord) -> tuple[str, str, str, list[str]]:
         member = f"{rec.source}|{rec.mode}|{rec.observation}"
@@ -159,36 +240,48 @@ class RedisStore(Store):
 
     @staticmethod
     def _summary_json(rec: ProfileRecord) -> str:
-        d = asdict(rec)
-        d.pop("raw")
-        return json.dumps(d)
+        """The record without its raw samples (read field by field: ``asdict`` would deep-copy the samples)."""
+        return json.dumps({name: getattr(rec, name) for name in _SUMMARY_FIELDS})
 
-    def record_result(self, rec: ProfileRecord) -> bool:
-        member, key, raw_key, idx = self._profile_keys(rec)
-        state = json.dumps(asdict(ModeState(rec.mode, "done", 0, rec.device_id)))
-        cm = self._call(self.r.hget, f"{self.p}:cmodes:{rec.source}", rec.mode)
-        if cm:  # keep the attempt count
-            state = json.dumps({**json.loads(cm), "status": "done", "device_id": rec.device_id, "error": ""})
-        ok = self._call(self.r.eval, _RECORD, 3 + len(idx), key, raw_key, f"{self.p}:cmodes:{rec.source}", *idx,
-                        self._summary_json(rec), json.dumps(rec.raw) if rec.raw is not None else "", rec.mode, state,
-                        member)
+    @staticmethod
+    def _command_json(cmd: CommandRecord) -> str:
+        return json.dumps({"command_id": cmd.command_id, "device_id": cmd.device_id, "kind": cmd.kind,
+                           "payload": cmd.payload, "created_s": cmd.created_s, "status": cmd.status,
+                           "result": cmd.result, "error": cmd.error, "finished_s": cmd.finished_s})
+
+    def record_result(self, rec: ProfileRecord, command: CommandRecord | None = None) -> bool:
+        """One Lua script, so it is atomic and one write: log the command, store and index the result and mark
+        its mode done (its attempt count kept), unless the result exists."""
+        member, key, raw_key, idx = self._profile_keys(rec.check())
+        command_key = f"{self.p}:command:{command.command_id}" if command is not None else key
+        ok = self._call(self._record_script, keys=[key, raw_key, f"{self.p}:cmodes:{rec.source}", command_key, *idx],
+                        args=[self._summary_json(rec), raw_to_text(rec.raw, rec.raw_pb), rec.mode, rec.device_id,
+                              member, self._command_json(command) if command is not None else ""])
         return bool(ok)
 
-    def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> None:
+    def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> int:
+        """Catalogs (SET NX: a stored one is kept), rows (SET NX: a stored row is kept) and their index entries
+        in one MULTI/EXEC; returns the rows added."""
+        for rec in records:
+            rec.check()
         pipe = self.r.pipeline(transaction=True)  # MULTI/EXEC: all or nothing
         for model, cat in catalogs.items():
-            pipe.set(f"{self.p}:catalog:{model}", json.dumps(cat))
+            pipe.set(f"{self.p}:catalog:{model}", json.dumps(cat), nx=True)
+        slots = []
         for rec in records:
             member, key, raw_key, idx = self._profile_keys(rec)
-            pipe.set(key, self._summary_json(rec))
-            if rec.raw is not None:
-                pipe.set(raw_key, json.dumps(rec.raw))
+            slots.append(len(pipe))
+            pipe.set(key, self._summary_json(rec), nx=True)
+            if rec.raw is not None or rec.raw_pb:
+                pipe.set(raw_key, raw_to_text(rec.raw, rec.raw_pb), nx=True)
             for i in idx:
                 pipe.sadd(i, member)
-        self._call(pipe.execute)
+        results = self._call(pipe.execute)
+        return sum(1 for i in slots if results[i])
 
     def query_profiles(self, *, board_model: str = "", device_id: str = "", workload: str = "", mode: str = "",
                        source: str = "", with_raw: bool = False) -> list[ProfileRecord]:
+        """Intersect the filters' index sets, filter by mode, sort, and fetch in batches of 5000."""
         sets = [f"{self.p}:pidx:{k}:{v}" for k, v in (("model", board_model), ("workload", workload),
                                                      ("device", device_id), ("source", source)) if v]
         members = self._call(self.r.sinter, sets) if sets else self._call(self.r.smembers, f"{self.p}:pidx:all")
@@ -202,17 +295,24 @@ class RedisStore(Store):
             extra = self._call(self.r.mget, [f"{self.p}:profraw:{m}" for m in part]) if with_raw else [None] * len(part)
             for r, x in zip(raws, extra, strict=True):
                 if r:
-                    out.append(ProfileRecord(**json.loads(r), raw=json.loads(x) if x else None))
+                    out.append(ProfileRecord(**json.loads(r), raw=raw_from_text(x)))
         return out
 
+    def has_profiles(self, *, workload: str) -> bool:
+        """EXISTS of the workload's index set (a set with no members does not exist)."""
+        return bool(self._call(self.r.exists, f"{self.p}:pidx:workload:{workload}"))
+
     def put_catalog(self, model: str, catalog: dict[str, Any]) -> None:
+        """SET of the model's catalog."""
         self._call(self.r.set, f"{self.p}:catalog:{model}", json.dumps(catalog))
 
     def get_catalog(self, model: str) -> dict[str, Any] | None:
+        """The model's catalog, or None."""
         raw = self._call(self.r.get, f"{self.p}:catalog:{model}")
         return json.loads(raw) if raw else None
 
     def put_doc(self, kind: str, doc_id: str, doc: dict[str, Any]) -> None:
+        """SET of the document; the sequence number of its first insertion keeps its place in ``list_docs``."""
         seq = self._call(self.r.incr, f"{self.p}:docseq")  # insertion order; a replaced doc keeps its place
         pipe = self.r.pipeline(transaction=True)
         pipe.set(f"{self.p}:doc:{kind}:{doc_id}", json.dumps(doc))
@@ -220,13 +320,16 @@ class RedisStore(Store):
         self._call(pipe.execute)
 
     def get_doc(self, kind: str, doc_id: str) -> dict[str, Any] | None:
+        """The document, or None."""
         raw = self._call(self.r.get, f"{self.p}:doc:{kind}:{doc_id}")
         return json.loads(raw) if raw else None
 
     def list_docs(self, kind: str) -> list[dict[str, Any]]:
+        """The kind's documents in the order they were first inserted."""
         ids = self._call(self.r.zrange, f"{self.p}:docs:{kind}", 0, -1)
         raws = self._call(self.r.mget, [f"{self.p}:doc:{kind}:{i}" for i in ids]) if ids else []
         return [json.loads(r) for r in raws if r]
 
     def close(self) -> None:
+        """Close the connection pool."""
         self.r.close()

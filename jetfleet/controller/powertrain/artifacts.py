@@ -1,0 +1,141 @@
+"""Model documents in the store: versioned artifacts holding the time and power networks (weights and
+scalers), the modes they were trained on, their calibration (out-of-fold or validation log residuals)
+and their metrics. Everything here is blocking; the services call it from worker threads."""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from jetfleet.controller.powertrain.calibrate import DEFAULT_CONFIDENCE, Calibration
+from jetfleet.controller.powertrain.optimize import Predictions
+from jetfleet.controller.store import ProfileRecord, Store
+from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.errors import NotFound
+
+if TYPE_CHECKING:
+    from jetfleet.controller.powertrain.nn import Net
+
+# Dropout of documents written before the layout was stored: the published one.
+LEGACY_DROPOUT = (0.4, 0.3, 0.0)
+
+
+def torch_nn() -> Any:
+    """torch loads with the first model operation, not with the controller (it costs ~150 MiB)."""
+    from jetfleet.controller.powertrain import nn
+
+    return nn
+
+
+def _net_doc(net: Net) -> dict[str, Any]:
+    return {"weights": base64.b64encode(net.state_bytes()).decode(), "x_scaler": net.x_scaler.to_list(),
+            "y_scaler": net.y_scaler.to_list()}
+
+
+def _net(doc: dict[str, Any], dropout: tuple[float, ...]) -> Net:
+    P = torch_nn()  # noqa: N806
+    return P.Net.from_state(base64.b64decode(doc["weights"]), P.Scaler.from_list(doc["x_scaler"]),  # type: ignore[no-any-return]
+                            P.Scaler.from_list(doc["y_scaler"]), dropout)
+
+
+class ModelRepo:
+    """The model documents of a store: save, find, and turn into networks and calibrated predictions."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def profiles(self, board_model: str, workload: str, source: str = "") -> tuple[list[PowerMode], np.ndarray,
+                                                                                  np.ndarray]:
+        """The profiled modes of (board model, workload) with their mean time (ms) and power (W); NotFound if none."""
+        rows = self.store.query_profiles(board_model=board_model, workload=workload, source=source)
+        acc: dict[str, list[ProfileRecord]] = {}
+        for r in rows:
+            if np.isfinite(r.minibatch_time_ms) and np.isfinite(r.power_w) and r.minibatch_time_ms > 0 and r.power_w > 0:
+                acc.setdefault(r.mode, []).append(r)
+        if not acc:
+            raise NotFound(f"no profiles of {workload} on {board_model}" + (f" in campaign {source}" if source else "")
+                           + "; run `jetfleet profile start` or import a CSV first", field="workload")
+        modes = [PowerMode(*rs[0].knobs) for rs in acc.values()]
+        t = np.array([np.mean([r.minibatch_time_ms for r in rs]) for rs in acc.values()])
+        p = np.array([np.mean([r.power_w for r in rs]) for rs in acc.values()])
+        return modes, t, p
+
+    def save(self, kind: str, board_model: str, workload: str, parent: str, modes: list[PowerMode], time_net: Net,
+             power_net: Net, metrics: dict[str, float], dropout: tuple[float, ...],
+             calibration: tuple[Calibration, Calibration] | None) -> dict[str, Any]:
+        """Store a new model document (the next version for its board model and workload) and return it."""
+        version = 1 + sum(1 for d in self.store.list_docs("model")
+                          if d["board_model"] == board_model and d["workload"] == workload)
+        model_id = f"{kind[:3]}-{board_model}-{workload}-v{version}-{uuid.uuid4().hex[:6]}"
+        doc = {"model_id": model_id, "kind": kind, "board_model": board_model, "workload": workload,
+               "parent_id": parent, "version": version, "created_s": time.time(),
+               "training_modes": [str(m) for m in modes], "metrics": metrics, "time": _net_doc(time_net),
+               "power": _net_doc(power_net), "dropout": list(dropout)}
+        if calibration is not None:
+            doc["calibration"] = {"time": calibration[0].to_list(), "power": calibration[1].to_list()}
+        self.store.put_doc("model", model_id, doc)
+        return doc
+
+    def doc(self, model_id: str = "", board_model: str = "", workload: str = "", kind: str = "") -> dict[str, Any]:
+        """A stored model by id, else the newest for (board model, workload[, kind]); NotFound if there is none."""
+        if model_id:
+            doc = self.store.get_doc("model", model_id)
+            if doc is None:
+                raise NotFound(f"unknown model {model_id[:80]!r}", field="model_id")
+            return doc
+        docs = [d for d in self.store.list_docs("model") if d["board_model"] == board_model
+                and d["workload"] == workload and (not kind or d["kind"] == kind)]
+        if not docs:
+            what = f"{kind or 'model'} for {workload} on {board_model}"
+            raise NotFound(f"no {what}; train one with `jetfleet model train-reference` or `jetfleet model transfer`",
+                           field="model_id")
+        return docs[-1]
+
+    def find(self, board_model: str, workload: str) -> dict[str, Any] | None:
+        """The newest calibrated model for (board model, workload), or None."""
+        docs = [d for d in self.store.list_docs("model") if d["board_model"] == board_model
+                and d["workload"] == workload and "calibration" in d]
+        return docs[-1] if docs else None
+
+    def best_reference(self, board_model: str, workload: str) -> dict[str, Any]:
+        """The reference to transfer from: the newest one trained on the same board model (its power
+        behaviour is the board's), else on the same workload, else any; NotFound when there is none."""
+        refs = [d for d in self.store.list_docs("model") if d["kind"] == "reference"]
+        for pick in (lambda d: d["board_model"] == board_model, lambda d: d["workload"] == workload, lambda d: True):
+            matches = [d for d in refs if pick(d)]
+            if matches:
+                return matches[-1]
+        raise NotFound("no reference model to transfer from; profile one workload fully and run `jetfleet model "
+                       "train-reference` (README: Transfer, optimise, apply)", field="model_id")
+
+    @staticmethod
+    def nets(doc: dict[str, Any]) -> tuple[Net, Net]:
+        """The time and power networks of a model document, built with the layout they were trained with."""
+        dropout = tuple(doc.get("dropout", LEGACY_DROPOUT))
+        return _net(doc["time"], dropout), _net(doc["power"], dropout)
+
+    @staticmethod
+    def calibration(doc: dict[str, Any]) -> tuple[Calibration, Calibration] | None:
+        """The (time, power) calibration of a model document, or None for a model stored without one."""
+        cal = doc.get("calibration")
+        if not cal:
+            return None
+        return Calibration.from_list(cal["time"]), Calibration.from_list(cal["power"])
+
+    def predictions(self, doc: dict[str, Any], modes: list[PowerMode],
+                    confidence: float = DEFAULT_CONFIDENCE) -> Predictions:
+        """Predicted time and power of ``modes`` with calibrated bounds at ``confidence`` (point values when the
+        model has no calibration)."""
+        x = np.array([m.as_tuple() for m in modes], float)
+        time_net, power_net = self.nets(doc)
+        p = Predictions(modes, time_net.predict(x), power_net.predict(x))
+        cal = self.calibration(doc)
+        if cal is None:
+            return p
+        t, w = cal
+        return p.bounded(confidence, (t.lower_log(confidence), t.upper_log(confidence)),
+                         (w.lower_log(confidence), w.upper_log(confidence)))
