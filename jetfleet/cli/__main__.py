@@ -1,3 +1,3 @@
-from jetfleet.cli.main import cli
+from jetfleet.cli.entry import main
 
-cli()
+main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from jetfleet.cli.common import emit, handle_errors, output_option, table
+from jetfleet.shared import defaults
 from jetfleet.shared.catalog import builtin_catalogs, get_catalog
 
 
@@ -33,19 +34,19 @@ def twin_group() -> None:
 @click.option("--board", required=True, help=f"board model ({', '.join(sorted(builtin_catalogs()))})")
 @click.option("--workload", required=True, help="registered workload name")
 @click.option("--mode", "mode_text", required=True, help="CORES/CPU/GPU/MEM in MHz, or a preset name")
-@click.option("--minibatches", default=40, show_default=True, type=int)
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--minibatches", default=defaults.MINIBATCHES, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
 @output_option
 @handle_errors
 def twin_measure(board: str, workload: str, mode_text: str, minibatches: int, seed: int, output: str) -> None:
     """What the emulated board measures for WORKLOAD in MODE (warm-up excluded)."""
-    from jetfleet.agent.device.emulated import EmulatedBoard
-    from jetfleet.agent.measure import measure_on_twin
-    from jetfleet.agent.workloads.registry import check_run_args, get_workload
+    from jetfleet.shared.workloads import check_run_args, get_workload
+    from jetfleet.twin.board import EmulatedBoard
+    from jetfleet.twin.measure import measure_on_twin
 
     cat = get_catalog(board)
     get_workload(workload)
-    check_run_args(minibatches, 16, 4)
+    check_run_args(minibatches, defaults.MINIBATCH_SIZE, defaults.WORKERS)
     mode = cat.parse_mode(mode_text)
     m = measure_on_twin(EmulatedBoard(board, seed), workload, mode, minibatches)
     data = {"board": board, "workload": workload, "mode": str(mode), "seed": seed, **m.summary.to_dict()}

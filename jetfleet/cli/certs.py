@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from jetfleet.cli.common import handle_errors
+from jetfleet.cli.common import emit, handle_errors, output_option
 
 DEFAULT_DIR = "~/.local/share/jetfleet/pki"
 
@@ -20,13 +20,15 @@ def certs_group() -> None:
 @click.option("--dir", "directory", default=DEFAULT_DIR, show_default=True)
 @click.option("--name", default="jetfleet lab CA", show_default=True)
 @click.option("--force", is_flag=True, help="replace an existing CA (every issued certificate stops working)")
+@output_option
 @handle_errors
-def certs_init(directory: str, name: str, force: bool) -> None:
+def certs_init(directory: str, name: str, force: bool, output: str) -> None:
     """Create the lab's CA (ca.crt; ca.key is written 0600 — keep it off the boards)."""
     from jetfleet.shared.tls import init_ca
 
     crt = init_ca(Path(directory).expanduser(), name, force=force)
-    click.echo(f"CA written to {crt}")
+    emit(output, {"ca_cert": str(crt), "ca_key": str(crt.with_name("ca.key")), "name": name},
+         lambda d: f"CA written to {d['ca_cert']}")
 
 
 @certs_group.command("issue")
@@ -34,11 +36,14 @@ def certs_init(directory: str, name: str, force: bool) -> None:
 @click.argument("name")
 @click.option("--dir", "directory", default=DEFAULT_DIR, show_default=True)
 @click.option("--san", "sans", multiple=True, help="extra DNS name or IP the certificate is valid for (repeatable)")
-@click.option("--days", default=825, show_default=True, type=int)
+@click.option("--days", default=825, show_default=True, type=click.IntRange(1, 36_500))
+@output_option
 @handle_errors
-def certs_issue(role: str, name: str, directory: str, sans: tuple[str, ...], days: int) -> None:
-    """Issue a certificate. An agent's NAME must be the device id it registers with."""
+def certs_issue(role: str, name: str, directory: str, sans: tuple[str, ...], days: int, output: str) -> None:
+    """Issue a certificate. NAME is an id ([a-z0-9][a-z0-9._-]{0,63}); an agent's must be the device id it
+    registers with. Re-issuing a name keeps its role; a name another role (or the CA) holds is refused."""
     from jetfleet.shared.tls import issue
 
     crt, key = issue(Path(directory).expanduser(), role, name, sans=list(sans), days=days)
-    click.echo(f"{role} certificate {crt} and key {key}")
+    emit(output, {"role": role, "name": name, "cert": str(crt), "key": str(key), "days": days, "sans": list(sans)},
+         lambda d: f"{d['role']} certificate {d['cert']} and key {d['key']}")

@@ -1,24 +1,21 @@
-"""Fleet commands: run the controller, an agent, or a whole emulated lab; query and drive boards."""
+"""Fleet processes: run the controller, an agent, or a whole emulated lab (the boards themselves: devices.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
-import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import click
 
-from jetfleet.cli.common import emit, handle_errors, output_option, table
+from jetfleet.cli.common import controller_address, handle_errors
 
 log = logging.getLogger(__name__)
 DEFAULT_DATA_DIR = "~/.local/share/jetfleet"
-
-controller_option = click.option("--controller", "controller", default=None, metavar="HOST:PORT",
-                                 help="controller address (default $JETFLEET_CONTROLLER or 127.0.0.1:50051)")
 
 
 def run_until_signalled(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]]) -> None:
@@ -34,6 +31,19 @@ def run_until_signalled(main: Callable[[asyncio.Event], Coroutine[Any, Any, None
     asyncio.run(runner())
 
 
+def raise_fd_limit() -> None:
+    """Lift the soft limit on open descriptors to the hard limit: each client connection holds one, and the
+    default soft limit (1,024) is far below what a lab's controller may hold (systemd's LimitNOFILE sets the hard)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as e:
+            log.warning("cannot raise the open-file limit from %s to %s: %s", soft, hard, e)
+
+
 # --- processes ----------------------------------------------------------------------------------------
 @click.group("controller")
 def controller_group() -> None:
@@ -42,27 +52,51 @@ def controller_group() -> None:
 
 @controller_group.command("serve")
 @click.option("--listen", default="127.0.0.1:50051", show_default=True, metavar="HOST:PORT")
-@click.option("--store", default=DEFAULT_DATA_DIR, show_default=True, metavar="PATH|redis://HOST:PORT/DB",
-              help="data directory for the embedded SQLite store, or a Redis URL")
-@click.option("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+@click.option("--store", default=DEFAULT_DATA_DIR, show_default=True, envvar="JETFLEET_STORE",
+              metavar="PATH|redis://[:PASSWORD@]HOST:PORT/DB",
+              help="data directory for the embedded SQLite store, or a Redis URL (its password is never printed; "
+                   "give a URL with a password in $JETFLEET_STORE so no process listing shows it)")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="serve Prometheus metrics (/metrics) and agent discovery (/sd/agents, for http_sd) on this port")
+@click.option("--metrics-address", default="", metavar="HOST", help="bind the metrics endpoint here [the --listen host]")
+@click.option("--metrics-tls-cert", default="", help="serve metrics over HTTPS with this certificate ...")
+@click.option("--metrics-tls-key", default="", help="... and key")
+@click.option("--metrics-auth-file", default="", metavar="FILE",
+              help="require HTTP basic auth on the metrics endpoint: a file holding USER:PASSWORD (keep it 0600)")
 @click.option("--tls-cert", default="", help="controller certificate (jetfleet certs issue controller NAME)")
 @click.option("--tls-key", default="")
 @click.option("--tls-ca", default="", help="the lab CA: clients must present a certificate it signed")
 @click.option("--insecure", is_flag=True, help="allow plaintext on a non-loopback address (logged loudly)")
+@click.option("--max-connections", default=4096, show_default=True, type=click.IntRange(16, 1_000_000),
+              help="open client connections at once (also bounded by the open-file limit)")
+@click.option("--handshake-timeout", "handshake_timeout_s", default=10.0, show_default=True,
+              type=click.FloatRange(0.1, 300), help="seconds a new connection may take to start speaking gRPC")
 @handle_errors
-def controller_serve(listen: str, store: str, metrics_port: int | None, tls_cert: str, tls_key: str, tls_ca: str,
-                     insecure: bool) -> None:
-    """Run the controller until SIGTERM or Ctrl-C."""
+def controller_serve(listen: str, store: str, metrics_port: int | None, metrics_address: str, metrics_tls_cert: str,
+                     metrics_tls_key: str, metrics_auth_file: str, tls_cert: str, tls_key: str, tls_ca: str,
+                     insecure: bool, max_connections: int, handshake_timeout_s: float) -> None:
+    """Run the controller until SIGTERM or Ctrl-C (Python 3.11 or newer)."""
+    import sys
+
+    if sys.version_info < (3, 11):
+        raise click.UsageError(f"the controller needs Python 3.11 or newer (this is {sys.version.split()[0]}); "
+                               "a board runs only the agent")
     from jetfleet.controller.config import ControllerConfig
     from jetfleet.controller.server import Controller
 
-    config = ControllerConfig(listen=listen, store=store, metrics_port=metrics_port, tls_cert=tls_cert,
-                              tls_key=tls_key, tls_ca=tls_ca, insecure=insecure)
+    config = ControllerConfig(listen=listen, store=store, metrics_port=metrics_port, metrics_address=metrics_address,
+                              metrics_tls_cert=metrics_tls_cert, metrics_tls_key=metrics_tls_key,
+                              metrics_auth_file=metrics_auth_file, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
+                              insecure=insecure, max_connections=max_connections,
+                              handshake_timeout_s=handshake_timeout_s)
+    raise_fd_limit()
 
     async def main(stop: asyncio.Event) -> None:
         ctl = Controller(config)
         port = await ctl.start()
-        click.echo(f"controller listening on {listen.rpartition(':')[0]}:{port}, store {ctl.store.url}")
+        click.echo(f"controller listening on {listen.rpartition(':')[0]}:{port} "
+                   f"({'mutual TLS' if ctl.tls else 'plaintext'}), store {ctl.store.url}"
+                   + (f", metrics on {ctl.metrics_url}" if ctl.metrics_url else ""))
         await stop.wait()
         await ctl.stop()
 
@@ -75,45 +109,90 @@ def agent_group() -> None:
 
 
 @agent_group.command("run")
-@controller_option
+@click.option("--controller", "controller", default=None, metavar="HOST[:PORT]", allow_from_autoenv=False,
+              help="the controller to dial; port 50051 if none [env JETFLEET_CONTROLLER; config file; 127.0.0.1:50051]")
 @click.option("--device", "device_spec", default="auto", show_default=True,
               help="auto (this Jetson) or emulated:MODEL[:SEED]")
 @click.option("--id", "device_id", default="", help="device id (default: MODEL-SERIAL)")
-@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="emulated boards: time acceleration factor (inf = instant)")
-@click.option("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+@click.option("--speed", "speed_text", default="1", show_default=True, metavar="FACTOR|inf|real",
+              help="emulated boards: how fast the board's clock runs (100: 100x real time; inf: instant)")
+@click.option("--route", type=click.Choice(["sysfs", "nvpmodel"]), default="sysfs", show_default=True,
+              help="how a real board enters a mode: sysfs/debugfs writes, or nvpmodel first (the papers' way)")
+@click.option("--telemetry", type=click.Choice(["sysfs", "jtop"]), default="sysfs", show_default=True,
+              help="where a real board's samples come from (jtop: jetson-stats' service, sampled every >= 0.5 s)")
+@click.option("--fan", type=click.Choice(["max", "leave"]), default="max", show_default=True,
+              help="fan at maximum while modes are set (as the papers measured), or left alone")
+@click.option("--root", "board_root", default="/", show_default=True, metavar="DIR",
+              help="the board's filesystem root (/sys, /proc, /etc are read under it; for containers and tests)")
+@click.option("--state-dir", default="/var/lib/jetfleet", show_default=True, metavar="DIR",
+              help="where the state found before the first change is kept (restored on exit and after a crash); "
+                   "a relative path is under --root")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, help="serve Prometheus metrics on this port")
+@click.option("--metrics-address", default="0.0.0.0", show_default=True, metavar="HOST",
+              help="the address the metrics endpoint binds")
+@click.option("--metrics-tls-cert", default="", help="serve metrics over HTTPS with this certificate ...")
+@click.option("--metrics-tls-key", default="", help="... and key")
+@click.option("--metrics-auth-file", default="", metavar="FILE",
+              help="require HTTP basic auth: a file holding USER:PASSWORD (keep it 0600)")
 @click.option("--tls-ca", default="", help="the lab CA")
 @click.option("--tls-cert", default="", help="this agent's certificate (its name must be the device id)")
 @click.option("--tls-key", default="")
 @click.option("--insecure", is_flag=True, help="allow plaintext to a non-loopback controller (logged loudly)")
 @handle_errors
-def agent_run(controller: str | None, device_spec: str, device_id: str, speed: float,
-              metrics_port: int | None, tls_ca: str, tls_cert: str, tls_key: str, insecure: bool) -> None:
-    """Dial the controller and serve this board until SIGTERM or Ctrl-C."""
+def agent_run(controller: str | None, device_spec: str, device_id: str, speed_text: str, route: str, telemetry: str,
+              fan: str, board_root: str, state_dir: str, metrics_port: int | None, metrics_address: str,
+              metrics_tls_cert: str, metrics_tls_key: str, metrics_auth_file: str, tls_ca: str, tls_cert: str,
+              tls_key: str, insecure: bool) -> None:
+    """Dial the controller and serve this board until SIGTERM or Ctrl-C; a real board is left as it was found."""
+    from dataclasses import replace
+
     from jetfleet.agent.config import AgentConfig
     from jetfleet.agent.device import open_device
+    from jetfleet.agent.device.jetson import JetsonOptions
     from jetfleet.agent.link import AgentLink
-    from jetfleet.controller.client import controller_address
+    from jetfleet.agent.workloads.plugins import load_workloads
+    from jetfleet.shared.metrics_http import MetricsHttpConfig
 
-    device = open_device(device_spec, speed=speed)
+    speed = parse_speed(speed_text)
+    metrics_http = MetricsHttpConfig(address=metrics_address, port=metrics_port or 0, tls_cert=metrics_tls_cert,
+                                     tls_key=metrics_tls_key, auth_file=metrics_auth_file)
+    metrics_http.check()
+    options = JetsonOptions(route=route, telemetry=telemetry, fan_max=fan == "max",
+                            state_dir=state_dir)
+    workloads = load_workloads()   # the built-ins plus the workload plugins installed on this board
+    for name, why in sorted(workloads.registry.broken.items()):
+        click.echo(f"warning: workload plugin {name} is broken and not offered: {why}", err=True)
     config = AgentConfig(controller=controller_address(controller), device_id=device_id,
                          metrics_port=metrics_port, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
                          insecure=insecure)
+    if telemetry == "jtop":  # jtop's clients share one interval of at least 0.5 s: sample no faster
+        config = replace(config, sample_interval_s=max(config.sample_interval_s, options.jtop_interval_s))
+    device = open_device(device_spec, speed=speed, sysfs_root=board_root, options=options, workloads=workloads)
 
     async def main(stop: asyncio.Event) -> None:
-        metrics, port = None, 0
-        if metrics_port is not None:
-            from jetfleet.agent.metrics import AgentMetrics, serve
+        metrics, server = None, None
+        try:
+            if metrics_port is not None:
+                from jetfleet.agent.link import registered_id
+                from jetfleet.agent.metrics import AgentMetrics
+                from jetfleet.shared.metrics_http import MetricsServer
 
-            metrics = AgentMetrics(device.describe().catalog)
-            server, _ = serve(metrics, metrics_port, addr="0.0.0.0")
-            port = int(server.server_address[1])
-        link = AgentLink(device, config, metrics=metrics, metrics_port=port)
-        click.echo(f"agent {link.device_id} ({link.info.model}) dialling {config.controller}"
-                   + (f", metrics on :{port}" if port else ""))
-        await link.run(stop)
+                info = device.describe()
+                metrics = AgentMetrics(info.catalog, registered_id(config.device_id, info.model, info.serial))
+                server = MetricsServer(metrics.registry, metrics_http).start()
+            link = AgentLink(device, config, metrics=metrics, metrics_port=server.port if server else 0,
+                             workloads=workloads.registry)
+            click.echo(f"agent {link.device_id} ({link.info.model}) dialling {config.controller}"
+                       + (f", metrics on {server.url}" if server else ""))
+            await link.run(stop)
+        finally:
+            if server is not None:
+                server.stop()
 
-    run_until_signalled(main)
+    try:
+        run_until_signalled(main)
+    finally:
+        device.close()  # a real board: everything jetfleet changed goes back as it was found
 
 
 @click.group("lab")
@@ -121,32 +200,64 @@ def lab_group() -> None:
     """A controller with the embedded store plus emulated agents, in one process."""
 
 
+LAB_SPEED = 100.0   # the lab's boards run 100x real time unless told: campaigns in minutes, a job's closed loop visible
+
+
+def parse_speed(text: str) -> float:
+    """``100``, ``100x``, ``inf``/``instant`` or ``real``/``1`` -> board seconds per wall second."""
+    t = text.strip().lower().rstrip("x")
+    if t in ("inf", "instant"):
+        return math.inf
+    if t in ("real", "realtime", "real-time"):
+        return 1.0
+    try:
+        v = float(t)
+    except ValueError:
+        v = float("nan")
+    if not (v > 0):
+        raise click.BadParameter(f"{text!r}: a factor > 0 (100 or 100x), inf (instant) or real (1x)")
+    return v
+
+
+def speed_words(speed: float) -> str:
+    """``100x real time``, ``instant``, ``real time``."""
+    return "instant (no wall time)" if math.isinf(speed) else "real time" if speed == 1 else f"{speed:g}x real time"
+
+
 @lab_group.command("up")
 @click.option("--listen", default="127.0.0.1:50051", show_default=True, metavar="HOST:PORT")
 @click.option("--data-dir", default=DEFAULT_DATA_DIR + "/lab", show_default=True)
 @click.option("--boards", default="agx-orin,agx-xavier,orin-nano", show_default=True,
               help="comma-separated board models, one emulated agent each")
-@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="emulated time acceleration factor (inf = instant)")
-@click.option("--metrics-port", type=int, default=None)
+@click.option("--speed", "speed_text", default=f"{LAB_SPEED:g}", show_default=True, metavar="FACTOR|inf|real",
+              help="how fast the boards' clocks run: 100 (board seconds per wall second), inf (instant: campaigns are "
+                   "bound by the store, not the boards) or real (1x, as a real board)")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None)
 @handle_errors
-def lab_up(listen: str, data_dir: str, boards: str, speed: float, metrics_port: int | None) -> None:
-    """Run a lab of emulated boards until interrupted."""
+def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_port: int | None) -> None:
+    """Run a lab of emulated boards until interrupted (their clocks at 100x real time unless --speed says)."""
     from jetfleet.controller.config import ControllerConfig
-    from jetfleet.controller.lab import Lab
+    from jetfleet.lab import Lab
     from jetfleet.shared.catalog import get_catalog
 
+    speed = parse_speed(speed_text)
     models = [b.strip() for b in boards.split(",") if b.strip()]
     for m in models:
         get_catalog(m)
     config = ControllerConfig(listen=listen, store=str(Path(data_dir).expanduser()), metrics_port=metrics_port)
+    raise_fd_limit()
 
     async def main(stop: asyncio.Event) -> None:
-        lab = Lab(config, models, speed=speed, agent_metrics=metrics_port is not None)
+        from jetfleet.agent.workloads.plugins import load_workloads
+
+        lab = Lab(config, models, speed=speed, agent_metrics=metrics_port is not None,
+                  workloads=load_workloads().registry)
         await lab.start()
         await lab.wait_online()
         click.echo(f"lab up on {lab.address} with {len(models)} emulated boards: "
                    f"{', '.join(a.device_id for a in lab.agents)}")
+        click.echo(f"the boards' clocks run at {speed_words(speed)} (--speed; `jetfleet devices ls` shows it); "
+                   "times in `profile` and `job` are board time")
         click.echo(f"try: JETFLEET_CONTROLLER={lab.address} jetfleet devices ls")
         if metrics_port is not None:
             ports = ", ".join(f"{a.device_id} :{a.metrics_port}" for a in lab.agents)
@@ -162,127 +273,6 @@ def lab_up(listen: str, data_dir: str, boards: str, speed: float, metrics_port: 
 @handle_errors
 def lab_demo() -> None:
     """The main job end to end against emulated boards, narrated (what `make demo` runs)."""
-    from jetfleet.controller.demo import run_demo
+    from jetfleet.lab.demo import run_demo
 
     asyncio.run(run_demo(click.echo))
-
-
-# --- client commands ------------------------------------------------------------------------------
-def _client(controller: str | None) -> Any:
-    from jetfleet.controller.client import OperatorClient, controller_address
-
-    return OperatorClient(controller_address(controller))
-
-
-def device_dict(d: Any) -> dict[str, Any]:
-    from jetfleet.shared.convert import mode_text
-
-    out = {"device_id": d.device_id, "model": d.model, "online": d.online,
-           "current_mode": mode_text(d.current_mode) if d.HasField("current_mode") else None,
-           "current_mode_name": d.current_mode_name or None, "serial": d.serial, "emulated": d.emulated,
-           "last_seen_s": d.last_seen_s, "software": dict(d.software)}
-    if d.HasField("last_telemetry"):
-        out["power_w"] = round(d.last_telemetry.total_w, 3)
-        out["rails_w"] = {k: round(v, 3) for k, v in sorted(d.last_telemetry.rails_w.items())}
-    return out
-
-
-@click.group("devices")
-def devices_group() -> None:
-    """Boards known to the controller."""
-
-
-@devices_group.command("ls")
-@controller_option
-@click.option("--model", default="", help="only this board model")
-@output_option
-@handle_errors
-def devices_ls(controller: str | None, model: str, output: str) -> None:
-    """Every board: id, model, online state, current mode."""
-    with _client(controller) as c:
-        rows = [device_dict(d) for d in c.list_devices(model)]
-    emit(output, rows, lambda rs: table(
-        [[r["device_id"], r["model"], "online" if r["online"] else "offline",
-          (r["current_mode"] or "?") + (f" ({r['current_mode_name']})" if r["current_mode_name"] else ""),
-          f"{r['power_w']:.1f} W" if "power_w" in r else "-"] for r in rs],
-        ["DEVICE", "MODEL", "STATE", "MODE", "POWER"]))
-
-
-@devices_group.command("show")
-@click.argument("device")
-@controller_option
-@output_option
-@handle_errors
-def devices_show(device: str, controller: str | None, output: str) -> None:
-    """One board in detail."""
-    with _client(controller) as c:
-        d = c.get_device(device)
-    data = device_dict(d)
-    data["catalog"] = {"modes": len(d.catalog.cores) * len(d.catalog.cpu_mhz) * len(d.catalog.gpu_mhz)
-                       * len(d.catalog.mem_mhz), "presets": sorted(d.catalog.presets),
-                       "rails": [r.label for r in d.catalog.rails]}
-
-    def text(x: dict[str, Any]) -> str:
-        lines = [f"{k}: {v}" for k, v in x.items() if k not in ("rails_w", "catalog", "software")]
-        lines.append("software: " + ", ".join(f"{k}={v}" for k, v in sorted(x["software"].items())))
-        lines.append(f"catalog: {x['catalog']['modes']} modes, presets {', '.join(x['catalog']['presets'])}")
-        lines += [f"  {k:<18} {v:7.2f} W" for k, v in x.get("rails_w", {}).items()]
-        return "\n".join(lines)
-
-    emit(output, data, text)
-
-
-@click.group("mode")
-def mode_group() -> None:
-    """Power modes of boards."""
-
-
-@mode_group.command("set")
-@click.argument("device")
-@click.argument("mode")
-@controller_option
-@click.option("--request-id", default="", help="makes the request idempotent (safe to retry)")
-@click.option("--timeout", "timeout_s", default=30.0, show_default=True, type=float)
-@output_option
-@handle_errors
-def mode_set(device: str, mode: str, controller: str | None, request_id: str, timeout_s: float,
-             output: str) -> None:
-    """Set DEVICE to MODE (CORES/CPU/GPU/MEM in MHz, or a preset); prints the mode the board confirms."""
-    from jetfleet.shared.convert import mode_text
-
-    with _client(controller) as c:
-        r = c.set_mode(device, mode, request_id=request_id, timeout_s=timeout_s)
-    data = {"device_id": r.device_id, "requested": mode_text(r.requested), "confirmed": mode_text(r.confirmed),
-            "command_id": r.command_id, "latency_ms": round(r.latency_s * 1e3, 2)}
-    emit(output, data, lambda d: f"{d['device_id']} confirms {d['confirmed']} ({d['latency_ms']:.0f} ms)")
-
-
-@click.group("telemetry")
-def telemetry_group() -> None:
-    """Live telemetry."""
-
-
-@telemetry_group.command("watch")
-@click.argument("device")
-@controller_option
-@click.option("--count", default=0, type=int, help="stop after this many samples (0 = until Ctrl-C)")
-@output_option
-@handle_errors
-def telemetry_watch(device: str, controller: str | None, count: int, output: str) -> None:
-    """Live power per rail of DEVICE (one line per sample; --output json: one JSON object per line)."""
-    import json
-
-    with _client(controller) as c:
-        c.get_device(device)  # NOT_FOUND before waiting on a stream
-        try:
-            for s in c.watch(device, count):
-                if output == "json":
-                    click.echo(json.dumps({"t_s": s.t_s, "total_w": s.total_w, "rails_w": dict(s.rails_w),
-                                           "cpu_mhz": s.cpu_mhz, "gpu_mhz": s.gpu_mhz, "mem_mhz": s.mem_mhz}))
-                else:
-                    rails = "  ".join(f"{k} {v:6.2f}" for k, v in sorted(s.rails_w.items()))
-                    stamp = time.strftime("%H:%M:%S", time.localtime(s.t_s)) + f".{int(s.t_s * 10) % 10}"
-                    click.echo(f"{stamp}  total {s.total_w:6.2f} W  {rails}")
-        except KeyboardInterrupt:
-            pass
-

@@ -10,17 +10,14 @@ from typing import Any
 
 import click
 
-from jetfleet.cli.common import handle_errors
-from jetfleet.cli.fleet import _client, controller_option
+from jetfleet.cli.common import Connection, connection_options, handle_errors
 
 
 def file_sd(devices: list[Any]) -> list[dict[str, Any]]:
-    """Prometheus file_sd groups: one per board model, the agents' metrics addresses as targets."""
-    groups: dict[str, list[str]] = {}
-    for d in devices:
-        if d.online and d.metrics_address:
-            groups.setdefault(d.model, []).append(d.metrics_address)
-    return [{"targets": sorted(t), "labels": {"board_model": m}} for m, t in sorted(groups.items())]
+    """Prometheus file_sd groups: one per board model, the online agents' metrics addresses as targets."""
+    from jetfleet.shared.sd import sd_groups
+
+    return sd_groups((d.model, d.metrics_address) for d in devices if d.online)
 
 
 @click.group("prometheus")
@@ -31,11 +28,11 @@ def prometheus_group() -> None:
 @prometheus_group.command("targets")
 @click.option("--out", "out", type=click.Path(dir_okay=False), default="-",
               help="file_sd JSON file (written atomically; default stdout)")
-@controller_option
+@connection_options
 @handle_errors
-def targets(out: str, controller: str | None) -> None:
+def targets(conn: Connection, out: str) -> None:
     """Write the online agents' /metrics addresses for Prometheus file_sd_configs (run it from cron or a timer)."""
-    with _client(controller) as c:
+    with conn.client() as c:
         groups = file_sd(c.list_devices())
     text = json.dumps(groups, indent=1) + "\n"
     if out == "-":

@@ -2,30 +2,51 @@
 
 from __future__ import annotations
 
-import re
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
-from jetfleet.cli.common import emit, handle_errors, output_option, table
-from jetfleet.cli.fleet import _client, controller_option
-from jetfleet.shared.convert import mode_text
-from jetfleet.shared.errors import InvalidArgument
-from jetfleet.shared.proto import operator_pb2
-
-
-def model_dict(m: Any) -> dict[str, Any]:
-    return {"model_id": m.model_id, "kind": m.kind, "board_model": m.board_model, "workload": m.workload,
-            "parent_id": m.parent_id or None, "version": m.version, "training_modes": m.training_modes,
-            "metrics": {k: round(v, 3) for k, v in sorted(m.metrics.items())}}
+from jetfleet.cli.common import (
+    EXIT_INTERRUPTED,
+    Connection,
+    connection_options,
+    emit,
+    handle_errors,
+    output_option,
+    say,
+    table,
+)
+from jetfleet.cli.complete import complete_board_models, complete_devices, complete_workloads
+from jetfleet.cli.quantity import parse_quantity
 
 
 def model_text(d: dict[str, Any]) -> str:
-    metrics = ", ".join(f"{k} {v}" for k, v in d["metrics"].items())
+    """A model dict as text: what it is and where it comes from, its held-out accuracy, and any in-sample
+    figure labelled as such (a fit on the training modes says little about the modes it predicts)."""
+    m = d["metrics"]
     parent = f" from {d['parent_id']}" if d["parent_id"] else ""
-    return (f"{d['model_id']}: {d['kind']} for {d['workload']} on {d['board_model']} (v{d['version']}, "
-            f"{d['training_modes']} modes{parent})\n  {metrics}")
+    lines = [f"{d['model_id']}: {d['kind']} for {d['workload']} on {d['board_model']} (v{d['version']}, "
+             f"{d['training_modes']} modes{parent})"]
+
+    def pair(prefix: str, what: str) -> None:
+        t, p = m.get(f"{prefix}time_{what}_mape_pct"), m.get(f"{prefix}power_{what}_mape_pct")
+        if t is not None and p is not None:
+            label = {"cv": f"held-out MAPE ({int(m.get('folds', 5))}-fold cross-validation on its modes)",
+                     "val": "held-out MAPE (10% of its modes kept out of training)",
+                     "fit": "in-sample fit on its own training modes (not an accuracy)"}[what]
+            lines.append(f"  {'from-scratch baseline: ' if prefix else ''}{label}: time {t:.1f}%, power {p:.1f}%")
+
+    for prefix in ("", "scratch_"):
+        for what in ("cv", "val", "fit"):
+            pair(prefix, what)
+    rest = {k: v for k, v in m.items() if "mape" not in k and k != "folds"}
+    if rest:
+        lines.append("  " + ", ".join(f"{k} {v}" for k, v in rest.items()))
+    if not any(k.endswith(("_cv_mape_pct", "_val_mape_pct")) for k in m):
+        lines.append("  no held-out accuracy recorded (a model from an older version: transfer again)")
+    return "\n".join(lines)
 
 
 @click.group("model")
@@ -33,55 +54,84 @@ def model_group() -> None:
     """Time and power prediction models (PowerTrain)."""
 
 
+def _train(output: str, label: str, run: Callable[[Any], Any], interrupted: str) -> Any:
+    """Run a model training with a progress display of its epochs; Ctrl-C cancels the call, which stops the
+    training on the controller (``interrupted`` says so) and exits 130."""
+    from jetfleet.cli.progress import Progress
+
+    progress = Progress.for_output(label, output)
+
+    def show(p: Any) -> None:
+        losses = ", ".join(f"{v:.3g}" for v in p.losses)
+        progress.update(p.epoch, p.epochs, (f"{p.phase} ({p.phase_index}/{p.phases}) " if p.phases > 1 else "")
+                        + (f"loss {losses}" if losses else ""))
+
+    try:
+        return run(show)
+    except KeyboardInterrupt:
+        progress.close()
+        say(output, interrupted, interrupted=True)
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        progress.close()
+
+
 @model_group.command("train-reference")
-@click.option("--board-model", required=True)
-@click.option("--workload", required=True)
+@click.option("--board-model", required=True, shell_complete=complete_board_models)
+@click.option("--workload", required=True, shell_complete=complete_workloads)
 @click.option("--campaign", "campaign_id", default="", help="only this campaign's profiles")
-@click.option("--epochs", default=100, show_default=True, type=int)
-@click.option("--no-dropout", is_flag=True, help="the published MLP without its dropout layers")
-@controller_option
+@click.option("--epochs", default=100, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--no-dropout", is_flag=True, help="the published MLP without its dropout layers (the default)")
+@click.option("--dropout", "published_dropout", is_flag=True,
+              help="the published MLP with its dropout layers (0.4, 0.3): fits worse on the twin (docs/jobs.md)")
+@connection_options
 @output_option
 @handle_errors
-def train_reference(board_model: str, workload: str, campaign_id: str, epochs: int, no_dropout: bool,
-                    controller: str | None, output: str) -> None:
-    """Train the reference time and power MLPs on a fully profiled workload (the published architecture)."""
-    with _client(controller) as c:
-        m = c.call("TrainReference", operator_pb2.TrainReferenceRequest(
-            board_model=board_model, workload=workload, campaign_id=campaign_id, epochs=epochs,
-            no_dropout=no_dropout))
-    emit(output, model_dict(m), model_text)
+def train_reference(conn: Connection, board_model: str, workload: str, campaign_id: str, epochs: int, no_dropout: bool,
+                    published_dropout: bool, output: str) -> None:
+    """Train the reference time and power MLPs on a fully profiled workload (the published layers, by default
+    without dropout), showing each epoch; Ctrl-C cancels the training (nothing is stored)."""
+    if no_dropout and published_dropout:
+        raise click.UsageError("--no-dropout and --dropout contradict each other; give one")
+    with conn.client() as c:
+        m = _train(output, f"reference {workload}@{board_model}", lambda show: c.train_reference(
+            board_model, workload, campaign_id=campaign_id, epochs=epochs, published_dropout=published_dropout,
+            on_progress=show),
+            "interrupted: training cancelled; the controller stops it at its next epoch and stores no model")
+    emit(output, m.to_dict(), model_text)
 
 
 @model_group.command("transfer")
 @click.option("--reference", "reference_id", default="", help="reference model id (default: the newest of "
               "--reference-board-model/--reference-workload)")
-@click.option("--reference-board-model", default="agx-orin", show_default=True)
-@click.option("--reference-workload", default="resnet18", show_default=True)
-@click.option("--board-model", required=True, help="target board model")
-@click.option("--workload", required=True, help="target workload")
+@click.option("--reference-board-model", default="agx-orin", show_default=True, shell_complete=complete_board_models)
+@click.option("--reference-workload", default="resnet18", show_default=True, shell_complete=complete_workloads)
+@click.option("--board-model", required=True, help="target board model", shell_complete=complete_board_models)
+@click.option("--workload", required=True, help="target workload", shell_complete=complete_workloads)
 @click.option("--campaign", "campaign_id", default="", help="only this campaign's profiles of the target")
-@controller_option
+@connection_options
 @output_option
 @handle_errors
-def transfer(reference_id: str, reference_board_model: str, reference_workload: str, board_model: str,
-             workload: str, campaign_id: str, controller: str | None, output: str) -> None:
-    """Fine-tune a reference on the target's profiled modes; the from-scratch baseline is fitted beside it."""
-    with _client(controller) as c:
-        m = c.call("TransferModel", operator_pb2.TransferModelRequest(
-            reference_id=reference_id, reference_board_model=reference_board_model,
-            reference_workload=reference_workload, board_model=board_model, workload=workload,
-            campaign_id=campaign_id))
-    emit(output, model_dict(m), model_text)
+def transfer(conn: Connection, reference_id: str, reference_board_model: str, reference_workload: str,
+             board_model: str, workload: str, campaign_id: str, output: str) -> None:
+    """Fine-tune a reference on the target's profiled modes (with 5-fold calibration); the from-scratch baseline
+    is fitted beside it. Shows each pass's epochs; Ctrl-C cancels (nothing is stored)."""
+    with conn.client() as c:
+        m = _train(output, f"transfer to {workload}@{board_model}", lambda show: c.transfer_model(
+            board_model, workload, reference_id=reference_id, reference_board_model=reference_board_model,
+            reference_workload=reference_workload, campaign_id=campaign_id, on_progress=show),
+            "interrupted: transfer cancelled; the controller stops it at its next epoch and stores no model")
+    emit(output, m.to_dict(), model_text)
 
 
 @model_group.command("ls")
-@controller_option
+@connection_options
 @output_option
 @handle_errors
-def model_ls(controller: str | None, output: str) -> None:
+def model_ls(conn: Connection, output: str) -> None:
     """Every stored model."""
-    with _client(controller) as c:
-        rows = [model_dict(m) for m in c.call("ListModels", operator_pb2.ListModelsRequest()).models]
+    with conn.client() as c:
+        rows = [m.to_dict() for m in c.list_models()]
     emit(output, rows, lambda rs: table([[r["model_id"], r["kind"], r["board_model"], r["workload"],
                                           r["training_modes"]] for r in rs],
                                         ["MODEL", "KIND", "BOARD", "WORKLOAD", "MODES"]))
@@ -89,167 +139,130 @@ def model_ls(controller: str | None, output: str) -> None:
 
 @model_group.command("show")
 @click.argument("model_id")
-@controller_option
+@connection_options
 @output_option
 @handle_errors
-def model_show(model_id: str, controller: str | None, output: str) -> None:
+def model_show(conn: Connection, model_id: str, output: str) -> None:
     """One model's lineage and metrics."""
-    with _client(controller) as c:
-        emit(output, model_dict(c.call("GetModel", operator_pb2.GetModelRequest(model_id=model_id))), model_text)
+    with conn.client() as c:
+        emit(output, c.get_model(model_id).to_dict(), model_text)
 
 
-def _predictions(controller: str | None, board_model: str, workload: str, model_id: str, grid: str,
-                 pareto_only: bool) -> Any:
-    with _client(controller) as c:
-        return c.call("Predict", operator_pb2.PredictRequest(board_model=board_model, workload=workload,
-                                                             model_id=model_id, grid=grid, pareto_only=pareto_only))
+def _predictions(conn: Connection, board_model: str, workload: str, model_id: str, grid: str,
+                 pareto_only: bool, confidence: float = 0.0) -> Any:
+    with conn.client() as c:
+        return c.predict(board_model, workload, model_id=model_id, grid=grid, pareto_only=pareto_only,
+                         confidence=confidence)
 
 
-def _rows(r: Any) -> list[dict[str, Any]]:
-    return [{"mode": mode_text(p.mode), "time_ms": round(p.time_ms, 3), "power_w": round(p.power_w, 3),
-             "pareto": p.pareto} for p in r.predictions]
+def _bounds_note(confidence: float) -> str:
+    return (f"bounds: each holds for {confidence:.0%} of modes (calibrated on held-out modes)" if confidence
+            else "no bounds: the model has no calibration (transfer it again)")
+
+
+confidence_option = click.option("--confidence", default=0.0, type=float,
+                                  help="level of each calibrated bound (default 0.9)")
 
 
 @click.command("predict")
-@click.option("--board-model", required=True)
-@click.option("--workload", required=True)
+@click.option("--board-model", required=True, shell_complete=complete_board_models)
+@click.option("--workload", required=True, shell_complete=complete_workloads)
 @click.option("--model", "model_id", default="")
 @click.option("--grid", default="full", show_default=True)
-@controller_option
+@confidence_option
+@connection_options
 @output_option
 @handle_errors
-def predict(board_model: str, workload: str, model_id: str, grid: str, controller: str | None, output: str) -> None:
-    """Predicted time per minibatch and power of every mode of a grid."""
-    r = _predictions(controller, board_model, workload, model_id, grid, False)
-    rows = _rows(r)
-    emit(output, {"model_id": r.model_id, "predictions": rows}, lambda d: table(
-        [[x["mode"], f"{x['time_ms']:.1f}", f"{x['power_w']:.2f}", "*" if x["pareto"] else ""] for x in d["predictions"]],
-        ["MODE", "MS/MINIBATCH", "W", "PARETO"]) + f"\n{len(rows)} modes, model {d['model_id']}")
+def predict(conn: Connection, board_model: str, workload: str, model_id: str, grid: str, confidence: float,
+            output: str) -> None:
+    """Predicted time per minibatch and power of every mode of a grid, with calibrated bounds."""
+    r = _predictions(conn, board_model, workload, model_id, grid, False, confidence)
+    rows = [p.to_dict() for p in r.predictions]
+    emit(output, {"model_id": r.model_id, "confidence": r.confidence, "predictions": rows}, lambda d: table(
+        [[x["mode"], f"{x['time_ms']:.1f}", f"{x['time_ms_lo']:.1f}-{x['time_ms_hi']:.1f}", f"{x['power_w']:.2f}",
+          f"{x['power_w_lo']:.2f}-{x['power_w_hi']:.2f}", "*" if x["pareto"] else ""] for x in d["predictions"]],
+        ["MODE", "MS/MINIBATCH", "MS BOUNDS", "W", "W BOUNDS", "PARETO"])
+        + f"\n{len(rows)} modes, model {d['model_id']}; {_bounds_note(d['confidence'])}")
 
 
 @click.command("pareto")
-@click.option("--board-model", required=True)
-@click.option("--workload", required=True)
+@click.option("--board-model", required=True, shell_complete=complete_board_models)
+@click.option("--workload", required=True, shell_complete=complete_workloads)
 @click.option("--model", "model_id", default="")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write the front as a PNG")
-@controller_option
+@confidence_option
+@connection_options
 @output_option
 @handle_errors
-def pareto(board_model: str, workload: str, model_id: str, plot: str | None, controller: str | None,
+def pareto(conn: Connection, board_model: str, workload: str, model_id: str, plot: str | None, confidence: float,
            output: str) -> None:
-    """The predicted time-power Pareto front of every mode."""
-    r = _predictions(controller, board_model, workload, model_id, "full", plot is None)
-    rows = _rows(r)
+    """The predicted time-power Pareto front of every mode, with calibrated bounds."""
+    r = _predictions(conn, board_model, workload, model_id, "full", plot is None, confidence)
+    rows = [p.to_dict() for p in r.predictions]
     front = sorted((x for x in rows if x["pareto"]), key=lambda x: x["time_ms"])
     if plot:
-        from jetfleet.controller.powertrain.report import plot_front
+        from jetfleet.research.plots import plot_front
 
         plot_front(rows, Path(plot), f"{workload} on {board_model} ({r.model_id})")
-    emit(output, {"model_id": r.model_id, "front": front}, lambda d: table(
-        [[x["mode"], f"{x['time_ms']:.1f}", f"{x['power_w']:.2f}"] for x in d["front"]], ["MODE", "MS/MINIBATCH", "W"])
-        + f"\n{len(front)} Pareto-optimal modes" + (f"; plot written to {plot}" if plot else ""))
-
-
-def parse_quantity(text: str, unit: str) -> float:
-    """'30W' / '30' -> 30.0 ; '2h', '90m', '45s', '120' (seconds) for a deadline."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
-    scale = {"W": {"": 1, "w": 1}, "s": {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}}[unit]
-    if not m or m.group(2).lower() not in scale:
-        raise InvalidArgument(f"{text!r} is not a {'power like 30W' if unit == 'W' else 'duration like 2h, 90m, 45s'}",
-                              field="power_budget" if unit == "W" else "deadline")
-    return float(m.group(1)) * scale[m.group(2).lower()]
+    emit(output, {"model_id": r.model_id, "confidence": r.confidence, "front": front}, lambda d: table(
+        [[x["mode"], f"{x['time_ms']:.1f}", f"{x['time_ms_lo']:.1f}-{x['time_ms_hi']:.1f}", f"{x['power_w']:.2f}",
+          f"{x['power_w_lo']:.2f}-{x['power_w_hi']:.2f}"] for x in d["front"]],
+        ["MODE", "MS/MINIBATCH", "MS BOUNDS", "W", "W BOUNDS"])
+        + f"\n{len(front)} Pareto-optimal modes; {_bounds_note(d['confidence'])}" + (f"; plot written to {plot}" if plot else ""))
 
 
 @click.command("optimize")
-@click.argument("device", required=False, default="")
-@click.option("--board-model", default="", help="instead of DEVICE: every online board of a model")
-@click.option("--workload", required=True)
+@click.argument("device", required=False, default="", shell_complete=complete_devices)
+@click.option("--board-model", default="", help="instead of DEVICE: every online board of a model",
+              shell_complete=complete_board_models)
+@click.option("--workload", required=True, shell_complete=complete_workloads)
 @click.option("--power-budget", default=None, help="fastest mode under this power, e.g. 30W")
-@click.option("--deadline", default=None, help="lowest-power mode finishing an epoch within, e.g. 2h")
-@click.option("--min-energy", is_flag=True, help="least energy per epoch")
-@click.option("--minibatches-per-epoch", default=1, show_default=True, type=int)
+@click.option("--deadline", default=None, help="lowest-power mode finishing an epoch within, e.g. 2h, 90m, 45s (the "
+              "unit is required; needs --minibatches-per-epoch)")
+@click.option("--min-energy", is_flag=True, help="least energy per minibatch (per epoch with --minibatches-per-epoch)")
+@click.option("--minibatches-per-epoch", default=None, type=click.IntRange(1, 2**32 - 1),
+              help="an epoch's length: required with --deadline; otherwise figures are per minibatch")
 @click.option("--model", "model_id", default="")
 @click.option("--apply", "apply_", is_flag=True, help="push the mode to the board(s), then measure and compare")
 @click.option("--refine", is_flag=True, help="with --apply: add the observed point to the profiles")
-@controller_option
+@click.option("--confidence", default=0.0, type=float,
+              help="level of the upper bound a budget or deadline is checked against (default 0.9)")
+@connection_options
 @output_option
 @handle_errors
-def optimize(device: str, board_model: str, workload: str, power_budget: str | None, deadline: str | None,
-             min_energy: bool, minibatches_per_epoch: int, model_id: str, apply_: bool, refine: bool,
-             controller: str | None, output: str) -> None:
-    """Choose the mode that meets a goal for WORKLOAD on DEVICE (or --board-model); --apply to set and verify it."""
-    req = operator_pb2.OptimizeRequest(
-        device_id=device, board_model=board_model, workload=workload, model_id=model_id,
-        power_budget_w=parse_quantity(power_budget, "W") if power_budget else 0.0,
-        deadline_s=parse_quantity(deadline, "s") if deadline else 0.0, min_energy=min_energy,
-        minibatches_per_epoch=minibatches_per_epoch, apply=apply_, refine=refine)
-    with _client(controller) as c:
-        r = c.call("Optimize", req)
-    data = {"model_id": r.model_id, "goal": r.goal, "mode": mode_text(r.mode), "mode_name": r.mode_name or None,
-            "predicted_time_ms": round(r.predicted_time_ms, 3), "predicted_power_w": round(r.predicted_power_w, 3),
-            "epoch_s": round(r.epoch_s, 3), "energy_per_epoch_j": round(r.energy_per_epoch_j, 3),
-            "applied": [{"device_id": a.device_id, "confirmed": mode_text(a.confirmed),
-                         "observed_time_ms": round(a.observed_time_ms, 3), "observed_power_w": round(a.observed_power_w, 3),
-                         "time_error_pct": round(a.time_error_pct, 2), "power_error_pct": round(a.power_error_pct, 2),
-                         "decision_id": a.decision_id} for a in r.applied]}
+def optimize(conn: Connection, device: str, board_model: str, workload: str, power_budget: str | None,
+             deadline: str | None, min_energy: bool, minibatches_per_epoch: int | None, model_id: str, apply_: bool,
+             refine: bool, confidence: float, output: str) -> None:
+    """Choose the mode that meets a goal for WORKLOAD on DEVICE (or --board-model) by its calibrated upper bound;
+    --apply to set and verify it (an observation over the budget is flagged)."""
+    budget_w = parse_quantity(power_budget, "W") if power_budget else 0.0
+    deadline_s = parse_quantity(deadline, "s") if deadline else 0.0
+    if deadline and minibatches_per_epoch is None:
+        raise click.UsageError("--deadline is per epoch: give --minibatches-per-epoch (the epoch's length in "
+                               "minibatches), or use `jetfleet job submit --deadline` for a whole job")
+    with conn.client() as c:
+        r = c.optimize(workload, device_id=device, board_model=board_model, model_id=model_id,
+                       power_budget_w=budget_w, deadline_s=deadline_s, min_energy=min_energy,
+                       minibatches_per_epoch=minibatches_per_epoch or 1, apply=apply_, refine=refine,
+                       confidence=confidence)
+    data = r.to_dict()
+    data["minibatches_per_epoch"] = minibatches_per_epoch
+    per = "epoch" if minibatches_per_epoch else "minibatch"
 
     def text(d: dict[str, Any]) -> str:
+        bound = (f" (<= {d['predicted_power_w_hi']:.2f} W, {d['predicted_time_ms_hi']:.1f} ms at {d['confidence']:.0%})"
+                 if d["confidence"] else " (no calibrated bounds)")
         lines = [f"{d['goal']}: {d['mode']}" + (f" ({d['mode_name']})" if d["mode_name"] else ""),
-                 f"  predicted {d['predicted_time_ms']:.1f} ms/minibatch, {d['predicted_power_w']:.2f} W, "
-                 f"epoch {d['epoch_s']:.1f} s, {d['energy_per_epoch_j']:.1f} J/epoch (model {d['model_id']})"]
+                 f"  predicted {d['predicted_time_ms']:.1f} ms/minibatch, {d['predicted_power_w']:.2f} W{bound}, "
+                 + (f"epoch of {d['minibatches_per_epoch']} minibatches {d['epoch_s']:.1f} s, "
+                    f"{d['energy_per_epoch_j']:.1f} J/epoch" if per == "epoch" else
+                    f"{d['energy_per_epoch_j']:.2f} J/minibatch") + f" (model {d['model_id']})"]
+        if d["at_risk"]:
+            lines.append(f"  AT RISK: no mode meets the goal at {d['confidence']:.0%}; this is the closest")
         for a in d["applied"]:
             lines.append(f"  {a['device_id']} runs {a['confirmed']}: observed {a['observed_time_ms']:.1f} ms, "
                          f"{a['observed_power_w']:.2f} W (prediction off by {a['time_error_pct']:+.1f}% time, "
-                         f"{a['power_error_pct']:+.1f}% power)")
+                         f"{a['power_error_pct']:+.1f}% power)" + (f" — {a['note']}" if a["note"] else ""))
         return "\n".join(lines)
 
     emit(output, data, text)
-
-
-@click.group("eval")
-def eval_group() -> None:
-    """Reproduce PowerTrain's evaluations (emulated boards, or any two profile files)."""
-
-
-@eval_group.command("transfer")
-@click.option("--reference", "reference", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--target", "target", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--k", default=50, show_default=True, type=int)
-@click.option("--repeats", default=10, show_default=True, type=int)
-@click.option("--strategy", default="random", type=click.Choice(["random", "spread", "uncertain"]))
-@output_option
-@handle_errors
-def eval_transfer(reference: str, target: str, k: int, repeats: int, strategy: str, output: str) -> None:
-    """MAPE of time and power over every target mode, transfer vs from scratch, from k profiled modes."""
-    from jetfleet.controller.powertrain.evaluate import transfer_files
-
-    if not 1 <= repeats <= 100:
-        raise InvalidArgument("repeats must be 1..100", field="repeats")
-    r = transfer_files(Path(reference).read_text(), Path(target).read_text(), k, repeats, strategy=strategy,
-                       names=(Path(reference).name, Path(target).name))
-
-    def text(d: dict[str, Any]) -> str:
-        m = d["mape"]
-        return (f"{d['reference']} ({d['reference_modes']} modes) -> {d['target']} ({d['target_modes']} modes), "
-                f"k={d['k']}, {d['repeats']} repeats, {d['strategy']} modes; MAPE median [IQR]\n"
-                + "\n".join(f"  {name:<16} {v[0]:6.2f}% [{v[1]:.2f}-{v[2]:.2f}]" for name, v in m.items()))
-
-    emit(output, r, text)
-
-
-@eval_group.command("powertrain")
-@click.option("--out", "out_dir", default="eval-powertrain", show_default=True, type=click.Path(file_okay=False))
-@click.option("--repeats", default=10, show_default=True, type=int)
-@click.option("--quick", is_flag=True, help="fewer targets and k values (minutes, not tens of minutes)")
-@handle_errors
-def eval_powertrain(out_dir: str, repeats: int, quick: bool) -> None:
-    """The paper's tables on emulated boards: markdown report and PNG plots in --out."""
-    from jetfleet.controller.powertrain.report import run_report
-
-    if not 1 <= repeats <= 100:
-        raise InvalidArgument("repeats must be 1..100", field="repeats")
-    path = run_report(Path(out_dir), repeats=repeats, quick=quick, say=lambda s: click.echo(s, err=True))
-    click.echo(f"report written to {path}")
-
-
-

@@ -1,0 +1,176 @@
+"""Training jobs under a goal: `jetfleet job submit|ls|show|cancel`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from jetfleet.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_WORK_FAILED,
+    Connection,
+    connection_options,
+    duration,
+    emit,
+    handle_errors,
+    output_option,
+    say,
+    table,
+)
+from jetfleet.cli.complete import complete_board_models, complete_devices, complete_workloads
+from jetfleet.cli.quantity import parse_quantity
+
+ACTIVE = ("queued", "profiling", "modelling", "applying", "running")
+
+
+def job_dict(job: Any) -> dict[str, Any]:
+    """A Job (``jetfleet.client.Job``) as `--output json` prints it."""
+    return job.to_dict()  # type: ignore[no-any-return]
+
+
+def job_text(d: dict[str, Any]) -> str:
+    """A job dict as text: goal, state, progress, the choice with its bounds, the last window, steps, segments."""
+    lines = [f"job {d['job_id']}: {d['workload']} on {d['target']}, {d['goal']} — {d['state']}",
+             f"  {d['detail']}" if d["detail"] else "",
+             f"  {d['minibatches_done']}/{d['minibatches']} minibatches ({d['progress']:.0%}), {duration(d['elapsed_s'])} "
+             f"board time, {d['energy_j'] / 1e3:.2f} kJ"
+             + (f", mean {d['mean_power_w']:.2f} W" if d["mean_power_w"] else "") + f", ETA {duration(d['eta_s'])}"]
+    c = d["choice"]
+    if d["mode"]:
+        lines.append(f"  mode {d['mode']} on {d['device_id'] or '-'}; chosen at {c['predicted_time_ms']:.1f} ms "
+                     f"(<= {c['predicted_time_ms_hi']:.1f}), {c['predicted_power_w']:.2f} W (<= "
+                     f"{c['predicted_power_w_hi']:.2f} at {c['confidence']:.0%})" + (" AT RISK" if c["at_risk"] else "")
+                     + f"; model {d['model_id']}")
+    if d["observed"]:
+        o = d["observed"]
+        budget = d["power_budget_w"]
+        over = budget is not None and o["power_w"] > budget
+        lines.append(f"  last window: {o['power_w']:.2f} W, {o['time_ms']:.1f} ms/minibatch"
+                     + (f" — OVER the {budget:g} W budget" if over else ""))
+    for i, s in enumerate(d["steps"], 1):
+        lines.append(f"  step {i}/{d['max_steps']} at minibatch {s['at_minibatch']}: {s['from']} -> {s['to']}: "
+                     f"{s['reason']} (predicted {s['predicted_power_w']:.2f} W, <= {s['predicted_power_w_hi']:.2f})")
+    for s in d["segments"]:
+        lines.append(f"  ran {s['mode']} on {s['device_id']}: {s['minibatches']} minibatches, {s['seconds']:.0f} s, "
+                     f"{s['energy_j'] / 1e3:.2f} kJ")
+    if d["state"] in ("done", "failed", "cancelled") or d["steps"] or d["observed"]:
+        lines.append(f"  goal {'kept' if d['goal_kept'] else 'MISSED'}" + (" so far" if d["state"] in ACTIVE else ""))
+    return "\n".join(x for x in lines if x)
+
+
+@click.group("job")
+def job_group() -> None:
+    """Training jobs under a goal: profile, transfer, choose, run, keep the goal, summarise."""
+
+
+@job_group.command("submit")
+@click.option("--workload", required=True, shell_complete=complete_workloads)
+@click.option("--device", "device_id", default="", help="one board ...", shell_complete=complete_devices)
+@click.option("--board-model", default="", help="... or any online board of a model", shell_complete=complete_board_models)
+@click.option("--power-budget", default=None, help="fastest mode under this power, e.g. 30W")
+@click.option("--deadline", default=None, help="lowest-power mode finishing the job within, e.g. 2h, 90m, 45s (board "
+              "time; the unit is required)")
+@click.option("--min-energy", is_flag=True, help="least energy")
+@click.option("--minibatches", default=0, type=click.IntRange(0), help="the job's length ...")
+@click.option("--epochs", default=0, type=click.IntRange(0), help="... or --epochs x --minibatches-per-epoch")
+@click.option("--minibatches-per-epoch", default=0, type=click.IntRange(0), help="required with --epochs")
+@click.option("--profile-modes", default=0, type=click.IntRange(0), help="modes to profile when there is no model "
+              "(default 50)")
+@click.option("--strategy", default="", help="which modes: balanced (default), active, random, spread")
+@click.option("--confidence", default=0.0, type=float, help="of the upper bound the choice must keep (default 0.9)")
+@click.option("--max-steps", default=0, type=click.IntRange(0), help="closed-loop steps (default 3)")
+@click.option("--window", "window_s", default=0.0, type=float, help="board seconds per power check (default 10)")
+@click.option("--request-id", default="", help="a retried submit with this id returns the same job")
+@click.option("--wait", is_flag=True, help="follow the job until it ends (Ctrl-C stops following; the job goes on)")
+@connection_options
+@output_option
+@handle_errors
+def job_submit(conn: Connection, workload: str, device_id: str, board_model: str, power_budget: str | None,
+               deadline: str | None, min_energy: bool, minibatches: int, epochs: int, minibatches_per_epoch: int,
+               profile_modes: int, strategy: str, confidence: float, max_steps: int, window_s: float, request_id: str,
+               wait: bool, output: str) -> None:
+    """Submit a training job; prints its id at once (and, with --wait, its progress and summary)."""
+    if epochs and not minibatches_per_epoch:
+        raise click.UsageError("--epochs needs --minibatches-per-epoch (the length of an epoch in minibatches)")
+    with conn.client() as c:
+        job = c.submit_job(
+            workload, device_id=device_id, board_model=board_model,
+            power_budget_w=parse_quantity(power_budget, "W") if power_budget else 0.0,
+            deadline_s=parse_quantity(deadline, "s") if deadline else 0.0, min_energy=min_energy,
+            minibatches=minibatches, epochs=epochs, minibatches_per_epoch=minibatches_per_epoch,
+            profile_modes=profile_modes, strategy=strategy, confidence=confidence, max_steps=max_steps,
+            window_s=window_s, request_id=request_id)
+        say(output, f"job {job.job_id} submitted: {job.goal} for {workload} on {job.target} — {job.state}"
+            + (f": {job.detail}" if job.detail else "")
+            + ("" if wait else f" (follow it: jetfleet job show {job.job_id})"), job_id=job.job_id)
+        if wait:
+            job = _follow(c, job.job_id, output)
+    emit(output, job.to_dict(), job_text)
+    if wait and job.state in ("failed", "cancelled"):
+        sys.exit(EXIT_WORK_FAILED)
+
+
+def _follow(c: Any, job_id: str, output: str) -> Any:
+    """A job's state changes as lines and its minibatches as a progress bar, until it ends; Ctrl-C says the job
+    goes on and how to follow or cancel it, and exits 130."""
+    from jetfleet.cli.progress import Progress
+
+    progress = Progress.for_output(f"job {job_id}", output)
+    last = [""]
+
+    def show(job: Any) -> None:
+        state = f"{job.state}: {job.detail}" if job.detail else job.state
+        if state != last[0]:
+            progress.note(state)
+            last[0] = state
+        if job.state == "running" and job.minibatches:
+            power = f"{job.observed_power_w:.1f} W" if job.observed_power_w else ""
+            progress.update(job.minibatches_done, job.minibatches, power, job.eta_s)
+
+    try:
+        return c.wait_job(job_id, on_update=show)
+    except KeyboardInterrupt:
+        progress.close()
+        say(output, f"interrupted: job {job_id} goes on on the controller; follow it with `jetfleet job show "
+            f"{job_id}`, stop it with `jetfleet job cancel {job_id}`", job_id=job_id, interrupted=True)
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        progress.close()
+
+
+@job_group.command("ls")
+@connection_options
+@output_option
+@handle_errors
+def job_ls(conn: Connection, output: str) -> None:
+    """Every job: state, progress, mode, power against the goal."""
+    with conn.client() as c:
+        rows = [j.to_dict() for j in c.list_jobs()]
+    emit(output, rows, lambda rs: table(
+        [[r["job_id"], r["workload"], r["target"], r["goal"], r["state"], f"{r['progress']:.0%}", r["mode"] or "-",
+          f"{r['observed']['power_w']:.1f} W" if r["observed"] else "-", len(r["steps"]), duration(r["eta_s"])]
+         for r in rs], ["JOB", "WORKLOAD", "TARGET", "GOAL", "STATE", "DONE", "MODE", "POWER", "STEPS", "ETA"]))
+
+
+@job_group.command("show")
+@click.argument("job_id")
+@connection_options
+@output_option
+@handle_errors
+def job_show(conn: Connection, job_id: str, output: str) -> None:
+    """One job: progress, the choice and its bounds, the last window, every step, time per mode, the summary."""
+    with conn.client() as c:
+        emit(output, c.get_job(job_id).to_dict(), job_text)
+
+
+@job_group.command("cancel")
+@click.argument("job_id")
+@connection_options
+@output_option
+@handle_errors
+def job_cancel(conn: Connection, job_id: str, output: str) -> None:
+    """Cancel a queued or running job (its training stops after the current minibatch)."""
+    with conn.client() as c:
+        emit(output, c.cancel_job(job_id).to_dict(), job_text)

@@ -1,0 +1,187 @@
+"""Training jobs under a goal: submit, list, show, cancel, wait."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.convert import mode_from_pb
+from jetfleet.shared.proto import operator_pb2
+
+ACTIVE_JOB = ("queued", "profiling", "modelling", "applying", "running")
+
+
+@dataclass(frozen=True)
+class JobStep:
+    """A closed-loop step: when (board clock, minibatch), from which mode to which, why, and the figures."""
+
+    t_s: float
+    at_minibatch: int
+    from_mode: str
+    to_mode: str
+    kind: str                 # over (the budget), headroom, late (the deadline), slack
+    reason: str
+    observed_power_w: float
+    predicted_power_w: float
+    predicted_power_w_hi: float
+
+
+@dataclass(frozen=True)
+class JobSegment:
+    """Time spent in one mode on one board: minibatches, board seconds, energy (J)."""
+
+    mode: str
+    device_id: str
+    minibatches: int
+    seconds: float
+    energy_j: float
+
+
+@dataclass(frozen=True)
+class Job:
+    """A training job: goal, state (``detail`` says what it does or waits for), progress in minibatches and board
+    seconds, the choice with its bounds, the last window observed, every step, time per mode, the summary."""
+
+    job_id: str
+    workload: str
+    target_device: str
+    board_model: str
+    goal: str
+    state: str                # queued, profiling, modelling, applying, running, done, failed, cancelled
+    detail: str
+    device_id: str | None
+    mode: PowerMode | None    # the mode it runs in now
+    minibatches: int
+    minibatches_done: int
+    elapsed_s: float
+    energy_j: float
+    eta_s: float | None
+    power_budget_w: float | None
+    deadline_s: float | None
+    model_id: str | None
+    campaigns: list[str]
+    confidence: float
+    predicted_time_ms: float
+    predicted_time_ms_hi: float
+    predicted_power_w: float
+    predicted_power_w_hi: float
+    at_risk: bool
+    observed_power_w: float | None
+    observed_time_ms: float | None
+    steps: list[JobStep]
+    segments: list[JobSegment]
+    max_steps: int
+    goal_kept: bool
+    created_s: float
+    finished_s: float | None
+
+    @classmethod
+    def from_pb(cls, j: operator_pb2.Job) -> Job:
+        """From the wire message."""
+        observed = j.observed_time_ms > 0
+        return cls(
+            j.job_id, j.workload, j.target_device, j.target_model, j.goal, j.state, j.detail, j.device_id or None,
+            mode_from_pb(j.mode) if j.HasField("mode") else None, j.minibatches, j.minibatches_done, j.elapsed_s,
+            j.energy_j, None if j.eta_s < 0 else j.eta_s, j.power_budget_w or None, j.deadline_s or None,
+            j.model_id or None, [c for c in j.campaign_id.split(",") if c], j.confidence, j.predicted_time_ms,
+            j.predicted_time_ms_hi, j.predicted_power_w, j.predicted_power_w_hi, j.at_risk,
+            j.observed_power_w if observed else None, j.observed_time_ms if observed else None,
+            [JobStep(s.t_s, s.at_minibatch, s.from_mode, s.to_mode, s.kind, s.reason, s.observed_power_w,
+                     s.predicted_power_w, s.predicted_power_w_hi) for s in j.steps],
+            [JobSegment(s.mode, s.device_id, s.minibatches, s.seconds, s.energy_j) for s in j.segments],
+            j.max_steps, j.goal_kept, j.created_s, j.finished_s or None)
+
+    @property
+    def target(self) -> str:
+        """The device, or the board model any of whose online boards may run it."""
+        return self.target_device or self.board_model
+
+    @property
+    def progress(self) -> float:
+        """Share of the minibatches done, 0..1."""
+        return self.minibatches_done / self.minibatches if self.minibatches else 0.0
+
+    @property
+    def active(self) -> bool:
+        """Not yet done, failed or cancelled."""
+        return self.state in ACTIVE_JOB
+
+    @property
+    def mean_power_w(self) -> float | None:
+        """Energy over board time so far."""
+        return self.energy_j / self.elapsed_s if self.elapsed_s > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """As `job submit/ls/show/cancel --output json` print it (board seconds; ETA None while unknown)."""
+        mean_w = self.mean_power_w
+        return {
+            "job_id": self.job_id, "workload": self.workload, "target": self.target, "board_model": self.board_model,
+            "goal": self.goal, "state": self.state, "detail": self.detail, "device_id": self.device_id,
+            "mode": str(self.mode) if self.mode else None, "minibatches": self.minibatches,
+            "minibatches_done": self.minibatches_done,
+            "progress": round(self.progress, 4), "elapsed_s": round(self.elapsed_s, 1),
+            "energy_j": round(self.energy_j, 1), "mean_power_w": round(mean_w, 3) if mean_w is not None else None,
+            "eta_s": None if self.eta_s is None else round(self.eta_s, 1), "power_budget_w": self.power_budget_w,
+            "deadline_s": self.deadline_s, "model_id": self.model_id, "campaigns": self.campaigns,
+            "choice": {"confidence": self.confidence, "predicted_time_ms": round(self.predicted_time_ms, 3),
+                       "predicted_time_ms_hi": round(self.predicted_time_ms_hi, 3),
+                       "predicted_power_w": round(self.predicted_power_w, 3),
+                       "predicted_power_w_hi": round(self.predicted_power_w_hi, 3), "at_risk": self.at_risk},
+            "observed": ({"power_w": round(self.observed_power_w or 0.0, 3), "time_ms": round(self.observed_time_ms, 3)}
+                         if self.observed_time_ms else None),
+            "steps": [{"t_s": s.t_s, "at_minibatch": s.at_minibatch, "from": s.from_mode, "to": s.to_mode,
+                       "kind": s.kind, "reason": s.reason, "observed_power_w": round(s.observed_power_w, 3),
+                       "predicted_power_w": round(s.predicted_power_w, 3),
+                       "predicted_power_w_hi": round(s.predicted_power_w_hi, 3)} for s in self.steps],
+            "segments": [{"mode": s.mode, "device_id": s.device_id, "minibatches": s.minibatches,
+                          "seconds": round(s.seconds, 1), "energy_j": round(s.energy_j, 1)} for s in self.segments],
+            "max_steps": self.max_steps, "goal_kept": self.goal_kept, "created_s": self.created_s,
+            "finished_s": self.finished_s}
+
+
+class JobMethods:
+    """Jobs: ``submit_job``, ``list_jobs``, ``get_job``, ``cancel_job``, ``wait_job``."""
+
+    _unary: Any
+
+    def submit_job(self, workload: str, *, device_id: str = "", board_model: str = "", power_budget_w: float = 0.0,
+                   deadline_s: float = 0.0, min_energy: bool = False, minibatches: int = 0, epochs: int = 0,
+                   minibatches_per_epoch: int = 0, profile_modes: int = 0, strategy: str = "", confidence: float = 0.0,
+                   max_steps: int = 0, window_s: float = 0.0, request_id: str = "") -> Job:
+        """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
+        (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
+        ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
+        strategy, confidence 0.9, 3 steps, a 10 s window). A retry with the same ``request_id`` returns the job."""
+        req = operator_pb2.SubmitJobRequest(
+            workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
+            deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,
+            minibatches_per_epoch=minibatches_per_epoch, profile_modes=profile_modes, strategy=strategy,
+            confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id)
+        return Job.from_pb(self._unary("SubmitJob", req, 120))
+
+    def list_jobs(self) -> list[Job]:
+        """Every job with its state and progress."""
+        return [Job.from_pb(j) for j in self._unary("ListJobs", operator_pb2.ListJobsRequest()).jobs]
+
+    def get_job(self, job_id: str) -> Job:
+        """One job; NotFound if unknown."""
+        return Job.from_pb(self._unary("GetJob", operator_pb2.GetJobRequest(job_id=job_id)))
+
+    def cancel_job(self, job_id: str) -> Job:
+        """Cancel a queued or running job (its training stops after the current minibatch)."""
+        return Job.from_pb(self._unary("CancelJob", operator_pb2.CancelJobRequest(job_id=job_id)))
+
+    def wait_job(self, job_id: str, *, on_update: Callable[[Job], None] | None = None, poll_s: float = 0.5,
+                 sleep: Callable[[float], None] = time.sleep) -> Job:
+        """Poll a job until it is done, failed or cancelled; ``on_update`` sees every state polled. Interrupting the
+        wait (Ctrl-C) leaves the job running on the controller."""
+        job = self.get_job(job_id)
+        while True:
+            if on_update is not None:
+                on_update(job)
+            if not job.active:
+                return job
+            sleep(poll_s)
+            job = self.get_job(job_id)
