@@ -1,63 +1,184 @@
-"""Campaign benchmark: a full 4,368-mode PowerTrain campaign for resnet18 on emulated AGX Orins
-(accelerated), through gRPC and the store, on each store backend; one board, then three sharing.
-Prints wall time and store size. Needs redis-server on PATH for the Redis rows."""
+"""Campaign benchmark: a PowerTrain campaign for resnet18 on an emulated AGX Orin (instant twin), through
+gRPC and the store, beside a minimal implementation of the same store work in the same run: the same rows
+(the result with its raw samples, the mode's state, the command's log entry) written with one commit per
+mode (SQLite, WAL, synchronous=FULL) or one MULTI/EXEC pipeline per mode (Redis, appendfsync always).
+
+Both run on each backend with slow fsync (the data on this machine's disk) and fast fsync (the data on
+tmpfs, /dev/shm), alternately, three times; each figure is the median of 3 and is printed beside its
+limit (jetfleet >= 0.5 x minimal) and the ratio. Needs redis-server on PATH for the Redis rows.
+
+    python bench/campaign.py [--slow-modes 600] [--fast-modes 4368] [--repeat 3] [--backends sqlite,redis]
+"""
 
 from __future__ import annotations
 
-import asyncio
+import argparse
+import json
+import os
 import shutil
+import sqlite3
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jetfleet.controller.client import OperatorClient  # noqa: E402
+from jetfleet.agent.profiler import ProfileRequest, profile  # noqa: E402
+from jetfleet.client import OperatorClient  # noqa: E402
 from jetfleet.controller.config import ControllerConfig  # noqa: E402
+from jetfleet.shared.convert import mode_to_pb, sample_to_pb  # noqa: E402
+from jetfleet.shared.proto import agent_pb2  # noqa: E402
+from jetfleet.twin.board import EmulatedBoard  # noqa: E402
 from tests.harness import LabThread, RedisServer  # noqa: E402
 
+LIMIT = 0.5   # jetfleet's rate at least this share of the minimal one-write-per-mode rate
+SLOW_DIR = Path(os.environ.get("JETFLEET_BENCH_DISK", tempfile.gettempdir()))   # a disk: fsync costs ms
+FAST_DIR = Path("/dev/shm")                                                    # tmpfs: fsync is free
 
-def dir_size_mib(path: Path) -> float:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+def sample_results(n: int = 64) -> list[agent_pb2.ProfileResult]:
+    """Real results of the twin's profiler (resnet18, 40 minibatches), as boards send them."""
+    board = EmulatedBoard("agx-orin", 0)
+    out = []
+    for mode in board.catalog.grid("powertrain")[::max(1, 4368 // n)][:n]:
+        p = profile(board, ProfileRequest("resnet18", mode))
+        out.append(agent_pb2.ProfileResult(workload=p.workload, mode=mode_to_pb(p.mode),
+                                           minibatch_times_s=p.minibatch_times_s,
+                                           power=[sample_to_pb(s) for s in p.power],
+                                           steady_state_found=p.steady_state_found, window_start_s=p.window_start_s,
+                                           window_end_s=p.window_end_s))
+    return out
 
 
-def run(store: str, boards: int) -> tuple[float, int]:
-    lab = LabThread(store, ["agx-orin"] * boards, config=ControllerConfig(listen="127.0.0.1:0")).start()
+def _rows(results: list[agent_pb2.ProfileResult], n: int) -> list[tuple[str, str, bytes, str]]:
+    """(mode key, summary json, raw bytes, command json) per mode: what both implementations store."""
+    out = []
+    for i in range(n):
+        p = results[i % len(results)]
+        mode = f"m{i}"
+        times, power = list(p.minibatch_times_s), [s.total_w for s in p.power]
+        summary = {"mode": mode, "minibatch_time_ms": statistics.median(times) * 1e3,
+                   "power_w": statistics.fmean(power), "power_samples": len(power)}
+        command = {"command_id": f"c-{i}", "kind": "run_profile", "status": "done", "result": {"samples": len(power)}}
+        out.append((mode, json.dumps(summary), p.SerializeToString(), json.dumps(command)))
+    return out
+
+
+def minimal_sqlite(data_dir: Path, rows: list[tuple[str, str, bytes, str]]) -> float:
+    """Modes per second: one transaction per mode (profile row, mode state, command log entry)."""
+    db = sqlite3.connect(data_dir / "minimal.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.executescript("CREATE TABLE p (mode TEXT PRIMARY KEY, summary TEXT, raw BLOB);"
+                     "CREATE TABLE m (mode TEXT PRIMARY KEY, status TEXT);"
+                     "CREATE TABLE c (id TEXT PRIMARY KEY, doc TEXT);")
+    db.executemany("INSERT INTO m VALUES (?, 'pending')", [(r[0],) for r in rows])
+    t = time.perf_counter()
+    for mode, summary, raw, command in rows:
+        db.execute("BEGIN")
+        db.execute("INSERT INTO p VALUES (?,?,?)", (mode, summary, raw))
+        db.execute("UPDATE m SET status='done' WHERE mode=?", (mode,))
+        db.execute("INSERT INTO c VALUES (?,?)", (mode, command))
+        db.execute("COMMIT")
+    rate = len(rows) / (time.perf_counter() - t)
+    db.close()
+    return rate
+
+
+def minimal_redis(url: str, rows: list[tuple[str, str, bytes, str]]) -> float:
+    """Modes per second: one MULTI/EXEC pipeline per mode (the same keys jetfleet writes)."""
+    import redis
+
+    r = redis.Redis.from_url(url)
+    r.hset("min:modes", mapping={row[0]: "pending" for row in rows})
+    t = time.perf_counter()
+    for mode, summary, raw, command in rows:
+        pipe = r.pipeline(transaction=True)
+        pipe.set(f"min:profile:{mode}", summary)
+        pipe.set(f"min:raw:{mode}", raw)
+        pipe.hset("min:modes", mode, "done")
+        pipe.set(f"min:command:{mode}", command)
+        for idx in ("model", "workload", "device", "source", "all"):
+            pipe.sadd(f"min:idx:{idx}", mode)
+        pipe.execute()
+    rate = len(rows) / (time.perf_counter() - t)
+    r.delete("min:modes")
+    r.close()
+    return rate
+
+
+def jetfleet_campaign(store: str, modes: int) -> float:
+    """Modes per second of a campaign of ``modes`` PowerTrain modes on one instant twin, end to end."""
+    lab = LabThread(store, ["agx-orin"], config=ControllerConfig(listen="127.0.0.1:0")).start()
     try:
         with OperatorClient(lab.address, timeout_s=60) as c:
+            spec = "powertrain" if modes >= 4368 else f"random:{modes}"
             t0 = time.perf_counter()
-            target = {"device_id": "agx-orin-0"} if boards == 1 else {"board_model": "agx-orin"}
-            camp = c.create_campaign(workload="resnet18", modes="powertrain", minibatches=40, **target)
+            camp = c.create_campaign(workload="resnet18", modes=spec, minibatches=40, device_id="agx-orin-0")
             while camp.status == "running":
-                time.sleep(0.2)
+                time.sleep(0.05)
                 camp = c.get_campaign(camp.campaign_id)
-            return time.perf_counter() - t0, camp.done
+            wall = time.perf_counter() - t0
+            if camp.done != camp.total:
+                raise RuntimeError(f"campaign ended {camp.status} with {camp.done}/{camp.total} modes measured")
+            return camp.done / wall
     finally:
         lab.close()
 
 
-def main() -> None:
-    print("campaign benchmark: resnet18, PowerTrain grid (4,368 modes), 40 minibatches/mode, instant twin")
-    for boards in (1, 3):
-        with tempfile.TemporaryDirectory() as d:
-            wall, done = run(str(Path(d) / "data"), boards)
-            print(f"  sqlite  {boards} board(s): {wall:6.1f} s for {done} modes ({done / wall:6.1f} modes/s), "
-                  f"store {dir_size_mib(Path(d)):6.1f} MiB")
-        if shutil.which("redis-server"):
-            with tempfile.TemporaryDirectory() as d:
-                server = RedisServer(Path(d)).start()
-                try:
-                    wall, done = run(server.url, boards)
-                    import redis
+def compare(name: str, minimal: Callable[[Path], float], ours: Callable[[Path], float], repeat: int,
+            base: Path) -> None:
+    """Alternate the minimal implementation and jetfleet ``repeat`` times in fresh directories under ``base``."""
+    mins, jets = [], []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(dir=base) as d:
+            mins.append(minimal(Path(d)))
+        with tempfile.TemporaryDirectory(dir=base) as d:
+            jets.append(ours(Path(d)))
+    m, j = statistics.median(mins), statistics.median(jets)
+    verdict = "holds" if j / m >= LIMIT else "MISSED"
+    print(f"  {name:32s} jetfleet {j:7.0f} modes/s  minimal {m:7.0f} modes/s  ratio {j / m:5.2f}  "
+          f"(limit >= {LIMIT:.2f}: {verdict})   runs: jetfleet {[round(x) for x in jets]}, "
+          f"minimal {[round(x) for x in mins]}", flush=True)
 
-                    mem = redis.Redis.from_url(server.url).info("memory")["used_memory"] / 2**20
-                    print(f"  redis   {boards} board(s): {wall:6.1f} s for {done} modes ({done / wall:6.1f} modes/s), "
-                          f"memory {mem:6.1f} MiB, AOF {dir_size_mib(Path(d)):6.1f} MiB")
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--slow-modes", type=int, default=600)
+    p.add_argument("--fast-modes", type=int, default=4368)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--backends", default="sqlite,redis")
+    a = p.parse_args()
+    results = sample_results()
+    print(f"campaign benchmark: resnet18 x 40 minibatches per mode, instant twin, one board; medians of {a.repeat}; "
+          f"slow fsync = data on {SLOW_DIR}, fast = on {FAST_DIR}")
+    for label, base, modes in (("slow fsync", SLOW_DIR, a.slow_modes), ("fast fsync", FAST_DIR, a.fast_modes)):
+        if not base.is_dir():
+            print(f"  {label}: skipped ({base} does not exist)")
+            continue
+        rows = _rows(results, modes)
+        if "sqlite" in a.backends:
+            compare(f"sqlite, {label}, {modes} modes", lambda d, rows=rows: minimal_sqlite(d, rows),
+                    lambda d, modes=modes: jetfleet_campaign(str(d / "data"), modes), a.repeat, base)
+        if "redis" in a.backends:
+            if not shutil.which("redis-server"):
+                print("  redis: skipped (no redis-server on PATH)")
+                continue
+
+            def with_redis(d: Path, fn: Callable[[str], float]) -> float:
+                server = RedisServer(d).start()
+                try:
+                    return fn(server.url)
                 finally:
                     server.kill()
 
+            compare(f"redis, {label}, {modes} modes",
+                    lambda d, rows=rows: with_redis(d, lambda url: minimal_redis(url, rows)),
+                    lambda d, modes=modes: with_redis(d, lambda url: jetfleet_campaign(url, modes)), a.repeat, base)
+
 
 if __name__ == "__main__":
-    asyncio.set_event_loop_policy(None)
     main()

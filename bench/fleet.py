@@ -1,14 +1,26 @@
-"""Fleet benchmark: N emulated agents (the real agent code, in a separate process) against a
-controller process; each agent samples at 10 Hz and sends 1 s batches. Prints telemetry samples/s
-ingested, p50/p99 round trip of `mode set` under that load, controller CPU % and RSS.
+"""Fleet benchmark: the controller process under N agents, beside a minimal grpc.aio server of the same
+service under the same load, in the same run.
 
-    python bench/fleet.py [--agents 100,500,1000] [--window 10] [--mode-sets 200]
+The load comes from ``bench/fleet_load.py`` processes (4 by default, N/4 agents each, one gRPC
+connection per agent): every agent sends one telemetry batch of 10 samples a second (10 Hz sampling,
+1 s batches) with its heartbeat folded in, or, to a controller that does not say it reads them, a
+batch of sample messages plus a heartbeat of its own. Figures, each beside its limit and the ratio:
+
+- messages per CPU-second of the controller vs the minimal server at N agents (>= 0.8 x minimal),
+  medians of 3 windows each;
+- N = 5,000 agents on one controller: all online, ingest keeping up with what was sent, controller CPU
+  (its whole process: the event loop and gRPC's threads) within one core;
+- `mode set` round trips through the operator client under the N = 1,000 load (p99 < 50 ms).
+
+The load processes' own CPU is printed too: on a 2-core machine they share the cores with the server.
+
+    python bench/fleet.py [--agents 1000] [--big 5000] [--window 10] [--mode-sets 200] [--load-procs 4]
+                          [--controller-repo PATH]   # another checkout's controller (a before figure)
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 import statistics
@@ -19,117 +31,222 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from jetfleet.controller.client import OperatorClient  # noqa: E402
+from jetfleet.client import OperatorClient  # noqa: E402
+from jetfleet.shared.errors import JetfleetError  # noqa: E402
 from tests.harness import free_port  # noqa: E402
 
+LOAD = str(ROOT / "bench" / "fleet_load.py")
+PRESETS = {"agx-orin": ("MAXN", "15W"), "agx-xavier": ("MAXN", "MODE_15W"), "orin-nano": ("MAXN", "7W")}
 MODELS = ["agx-orin", "agx-xavier", "orin-nano"]
-LOW_PRESET = {"agx-orin": "15W", "agx-xavier": "MODE_15W", "orin-nano": "7W"}
+RATIO_LIMIT, P99_LIMIT_MS = 0.8, 50.0
 
 
-def run_agents(controller: str, n: int) -> None:
-    """The agents' process: n AgentLinks on one event loop, until stdin closes."""
-    from jetfleet.agent.config import AgentConfig
-    from jetfleet.agent.device.emulated import EmulatedBoard
-    from jetfleet.agent.link import AgentLink
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        links = [AgentLink(EmulatedBoard(MODELS[i % 3], i),
-                           AgentConfig(controller=controller, device_id=f"bench-{i:04d}", sample_interval_s=0.1))
-                 for i in range(n)]
-        tasks = [asyncio.create_task(link.run(stop)) for link in links]
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, sys.stdin.read)  # parent closes stdin to stop us
-        stop.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    asyncio.run(main())
-
-
-def cpu_seconds(pid: int) -> float:
+def cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mib(pid: int) -> float:
-    m = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
-    return int(m.group(1)) / 1024 if m else float("nan")
+def ask(proc: subprocess.Popen[str]) -> list[int]:
+    """A load process's or the minimal server's counters ('count' on its stdin, one line back)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("count\n")
+    proc.stdin.flush()
+    return [int(x) for x in proc.stdout.readline().split()]
 
 
-LAST_SCRAPE: dict[str, float] = {}
+def start_load(address: str, n: int, procs: int, kind: str = "agents") -> list[subprocess.Popen[str]]:
+    per = -(-n // procs)
+    # stderr: asyncio's complaints about the sessions the controller dropped (the agent dials again; counted)
+    return [subprocess.Popen([sys.executable, LOAD, kind, address, str(i * per), str(min(per, n - i * per))],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            for i in range(procs) if n - i * per > 0]
 
 
-def scrape_samples(metrics_port: int) -> float:
-    t = time.perf_counter()
-    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
-    LAST_SCRAPE.update(ms=(time.perf_counter() - t) * 1e3, bytes=len(text))
+def stop_all(procs: list[subprocess.Popen[str]]) -> None:
+    for p in procs:
+        if p.stdin:
+            p.stdin.close()
+    for p in procs:
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def wait_welcomed(loads: list[subprocess.Popen[str]], n: int, timeout_s: float = 900) -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        if sum(ask(p)[1] for p in loads) >= n:
+            return time.monotonic() - t0
+        time.sleep(0.5)
+    raise RuntimeError(f"only {sum(ask(p)[1] for p in loads)} of {n} agents were welcomed in {timeout_s:.0f} s")
+
+
+def windows(server_pid: int, loads: list[subprocess.Popen[str]], count: callable, window_s: float,  # type: ignore[valid-type]
+            repeat: int = 3) -> list[dict[str, float]]:
+    """``repeat`` windows: messages the server got (``count()``) per CPU-second of the server, its CPU share,
+    the load's CPU share and the messages sent."""
+    out = []
+    for _ in range(repeat):
+        m0, c0, l0, s0, t0 = count(), cpu_s(server_pid), sum(cpu_s(p.pid) for p in loads), \
+            sum(ask(p)[0] for p in loads), time.monotonic()
+        time.sleep(window_s)
+        m1, c1, l1, s1, t1 = count(), cpu_s(server_pid), sum(cpu_s(p.pid) for p in loads), \
+            sum(ask(p)[0] for p in loads), time.monotonic()
+        wall = t1 - t0
+        out.append({"per_cpu_s": (m1 - m0) / max(c1 - c0, 1e-9), "cpu": (c1 - c0) / wall, "load_cpu": (l1 - l0) / wall,
+                    "msgs": (m1 - m0) / wall, "sent": (s1 - s0) / wall})
+    return out
+
+
+def median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def minimal(n: int, window_s: float, procs: int) -> list[dict[str, float]]:
+    server = subprocess.Popen([sys.executable, LOAD, "minimal"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    address = f"127.0.0.1:{int(server.stdout.readline())}"
+    loads = start_load(address, n, procs)
+    try:
+        wait_welcomed(loads, n)
+        time.sleep(2.0)
+        return windows(server.pid, loads, lambda: ask(server)[0], window_s)
+    finally:
+        stop_all(loads)
+        server.kill()
+        server.wait()
+
+
+def samples_total(metrics_port: int) -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).read().decode()
     m = re.search(r"^jetfleet_telemetry_samples_total ([0-9.e+]+)$", text, re.M)
     return float(m.group(1)) if m else 0.0
 
 
-def bench(n: int, window_s: float, mode_sets: int) -> None:
-    with tempfile.TemporaryDirectory() as d:
+def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path,
+               kind: str = "agents") -> dict[str, object]:
+    """The controller (of ``repo``) under n agents: windows, ingest, online count, and mode-set latencies."""
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
         mport = free_port()
+        env = {**os.environ, "PYTHONPATH": str(repo)}
         ctl = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
-                                "--store", d, "--metrics-port", str(mport)], stdout=subprocess.PIPE, text=True)
+                                "--store", d, "--metrics-port", str(mport), "--max-connections", str(n + 1000)],
+                               stdout=subprocess.PIPE, text=True, env=env, cwd=repo)
         assert ctl.stdout is not None
-        m = re.search(r":(\d+),", ctl.stdout.readline())
-        assert m
-        address = f"127.0.0.1:{m.group(1)}"
-        agents = subprocess.Popen([sys.executable, __file__, "--run-agents", str(n), "--controller", address],
-                                  stdin=subprocess.PIPE, text=True)
+        loads: list[subprocess.Popen[str]] = []
         try:
+            line = ctl.stdout.readline()
+            m = re.search(r"listening on \S*:(\d+)", line)
+            if not m:
+                raise RuntimeError(f"controller did not start: {line!r}")
+            address = f"127.0.0.1:{m.group(1)}"
+            loads = start_load(address, n, procs, kind)
+            connect_s = wait_welcomed(loads, n)
+            time.sleep(3.0)
+            rows = windows(ctl.pid, loads, lambda: sum(ask(p)[0] for p in loads), window_s)
+            s0, t0 = samples_total(mport), time.monotonic()
+            time.sleep(window_s)
+            ingest = (samples_total(mport) - s0) / (time.monotonic() - t0)
+            lat: list[float] = []
+            refused: list[str] = []
             with OperatorClient(address, timeout_s=60) as c:
-                t0 = time.monotonic()
-                online = 0
-                while time.monotonic() - t0 < 180:
-                    online = sum(dev.online for dev in c.list_devices())
-                    if online >= n:
-                        break
-                    time.sleep(0.5)
-                connect_s = time.monotonic() - t0
-                time.sleep(2.0)  # let the first batches settle
-                s0, c0, w0 = scrape_samples(mport), cpu_seconds(ctl.pid), time.monotonic()
-                time.sleep(window_s)
-                s1, c1, w1 = scrape_samples(mport), cpu_seconds(ctl.pid), time.monotonic()
-                lat = []
+                online = sum(dev.online for dev in c.list_devices())
                 for i in range(mode_sets):
-                    dev = f"bench-{(i * 7) % n:04d}"
+                    k = (i * 7919) % n
                     t = time.perf_counter()
-                    c.set_mode(dev, "MAXN" if i % 2 else LOW_PRESET[MODELS[(i * 7) % n % 3]])
+                    try:
+                        c.set_mode(f"bench-{k:05d}", PRESETS[MODELS[k % 3]][i % 2])
+                    except JetfleetError as e:   # a board offline at that moment: counted, not timed
+                        refused.append(e.code)
+                        continue
                     lat.append((time.perf_counter() - t) * 1e3)
             lat.sort()
-            rate = (s1 - s0) / (w1 - w0)
-            print(f"N={n:5d}  online {online}/{n} after {connect_s:5.1f} s  ingest {rate:8.0f} samples/s"
-                  f" (expected {n * 10})  mode set p50 {statistics.median(lat):6.1f} ms  "
-                  f"p99 {lat[int(0.99 * (len(lat) - 1))]:6.1f} ms  controller CPU {(c1 - c0) / (w1 - w0) * 100:5.1f} %"
-                  f"  RSS {rss_mib(ctl.pid):6.1f} MiB  /metrics {LAST_SCRAPE['bytes'] / 1024:.0f} KiB in "
-                  f"{LAST_SCRAPE['ms']:.0f} ms", flush=True)
+            failed = sum(ask(p)[2] for p in loads)
+            return {"rows": rows, "connect_s": connect_s, "online": online, "ingest": ingest, "failed": failed,
+                    "refused": len(refused),
+                    "p50": statistics.median(lat) if lat else float("nan"),
+                    "p99": lat[int(0.99 * (len(lat) - 1))] if lat else float("nan")}
         finally:
-            assert agents.stdin is not None
-            agents.stdin.close()
-            agents.wait(60)
+            stop_all(loads)
             ctl.terminate()
-            ctl.wait(30)
+            try:
+                ctl.wait(60)
+            except subprocess.TimeoutExpired:
+                ctl.kill()
+                ctl.wait()
+
+
+def verdict(ok: bool) -> str:
+    return "holds" if ok else "MISSED"
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--agents", default="100,500,1000")
+    p.add_argument("--agents", type=int, default=1000)
+    p.add_argument("--big", type=int, default=5000)
     p.add_argument("--window", type=float, default=10.0)
     p.add_argument("--mode-sets", type=int, default=200)
-    p.add_argument("--run-agents", type=int, default=0)
-    p.add_argument("--controller", default="")
+    p.add_argument("--load-procs", type=int, default=4)
+    p.add_argument("--controller-repo", default=str(ROOT))
+    p.add_argument("--real-agents", type=int, default=0, help="also N real agents (AgentLink on twins)")
     a = p.parse_args()
-    if a.run_agents:
-        run_agents(a.controller, a.run_agents)
-        return
-    print(f"fleet benchmark on {os.cpu_count()} cores: agents sample at 10 Hz, batch every 1 s")
-    for n in (int(x) for x in a.agents.split(",")):
-        bench(n, a.window, a.mode_sets)
+    repo = Path(a.controller_repo).resolve()
+    print(f"fleet benchmark on {os.cpu_count()} cores (shared): {a.load_procs} load processes, one connection per "
+          f"agent, 1 batch of 10 samples per agent-second; controller from {repo}; medians of 3 windows of "
+          f"{a.window:g} s", flush=True)
+    if a.agents:
+        small(a, repo)
+    if a.big:
+        big(a, repo)
+    if a.real_agents:
+        real = controller(a.real_agents, a.window, a.load_procs, a.mode_sets, repo, kind="real")
+        rows = real["rows"]
+        assert isinstance(rows, list)
+        print(f"  N={a.real_agents} real agents (twins, {a.load_procs} processes): controller CPU "
+              f"{median(rows, 'cpu') * 100:4.1f} %, ingest {float(real['ingest']):7.0f} samples/s of "
+              f"{a.real_agents * 10}; agent processes {median(rows, 'load_cpu') * 100:4.0f} % of a core; mode set "
+              f"p50 {float(real['p50']):5.1f} ms, p99 {float(real['p99']):5.1f} ms (limit p99 < {P99_LIMIT_MS:g} ms: "
+              f"{verdict(float(real['p99']) < P99_LIMIT_MS)})", flush=True)
 
+
+def small(a: argparse.Namespace, repo: Path) -> None:
+    """The controller beside the minimal server at ``a.agents`` agents, and mode sets under that load."""
+    mins = minimal(a.agents, a.window, a.load_procs)
+    ours = controller(a.agents, a.window, a.load_procs, a.mode_sets, repo)
+    rows = ours["rows"]
+    assert isinstance(rows, list)
+    m, j = median(mins, "per_cpu_s"), median(rows, "per_cpu_s")
+    print(f"  N={a.agents}: minimal grpc.aio server {m:7.0f} msgs per CPU-second (CPU {median(mins, 'cpu') * 100:4.1f} %,"
+          f" {median(mins, 'msgs'):6.0f} msgs/s; load processes {median(mins, 'load_cpu') * 100:4.0f} % of a core)")
+    print(f"  N={a.agents}: controller            {j:7.0f} msgs per CPU-second (CPU {median(rows, 'cpu') * 100:4.1f} %,"
+          f" {median(rows, 'sent'):6.0f} msgs/s sent, {ours['ingest']:7.0f} samples/s ingested of "
+          f"{a.agents * 10}; load processes {median(rows, 'load_cpu') * 100:4.0f} % of a core; sessions "
+          f"that failed and were dialled again: {ours['failed']})")
+    print(f"  messages per CPU-second, controller / minimal: ratio {j / m:5.2f}  (limit >= {RATIO_LIMIT}: "
+          f"{verdict(j / m >= RATIO_LIMIT)})")
+    print(f"  mode set at N={a.agents} (operator client, {a.mode_sets} calls): p50 {ours['p50']:5.1f} ms, "
+          f"p99 {ours['p99']:5.1f} ms  (limit p99 < {P99_LIMIT_MS:g} ms: {verdict(ours['p99'] < P99_LIMIT_MS)}; "
+          f"ratio {float(ours['p99']) / P99_LIMIT_MS:4.2f} of the limit)", flush=True)
+
+
+def big(a: argparse.Namespace, repo: Path) -> None:
+    """``a.big`` agents on one controller: all online, ingest keeping up, CPU within one core."""
+    big = controller(a.big, a.window, a.load_procs, 20, repo)
+    rows = big["rows"]
+    assert isinstance(rows, list)
+    cpu = median(rows, "cpu")
+    held = big["online"] == a.big and float(big["ingest"]) >= 0.95 * a.big * 10 and cpu < 1.0
+    print(f"  N={a.big}: {big['online']}/{a.big} online after {float(big['connect_s']):.0f} s (sessions that failed "
+          f"and were dialled again: {big['failed']}); ingest {float(big['ingest']):7.0f} samples/s of {a.big * 10} "
+          f"sent; controller CPU {cpu * 100:5.1f} % of one core (limit < 100 %: {verdict(held)}; ratio {cpu:4.2f}); "
+          f"{median(rows, 'per_cpu_s'):6.0f} msgs per CPU-second; load processes {median(rows, 'load_cpu') * 100:4.0f} "
+          f"% of a core; mode set p99 {float(big['p99']):5.1f} ms ({big['refused']} of 20 refused: board offline)",
+          flush=True)
 
 if __name__ == "__main__":
     main()

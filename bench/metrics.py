@@ -12,9 +12,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jetfleet.agent.device.emulated import EmulatedBoard  # noqa: E402
-from jetfleet.agent.metrics import AgentMetrics, serve  # noqa: E402
+from jetfleet.agent.metrics import AgentMetrics  # noqa: E402
 from jetfleet.controller.metrics import ControllerMetrics  # noqa: E402
+from jetfleet.shared.metrics_http import MetricsHttpConfig, MetricsServer  # noqa: E402
+from jetfleet.twin.board import EmulatedBoard  # noqa: E402
 
 
 def scrape_stats(port: int, n: int = 200) -> tuple[float, float, int]:
@@ -30,7 +31,7 @@ def scrape_stats(port: int, n: int = 200) -> tuple[float, float, int]:
 
 def main() -> None:
     board = EmulatedBoard("agx-orin", 0)
-    metrics = AgentMetrics(board.catalog)
+    metrics = AgentMetrics(board.catalog, "agx-orin-0")
     metrics.set_mode(board.read_mode())
     stop = threading.Event()
 
@@ -41,24 +42,25 @@ def main() -> None:
             stop.wait(0.1)
 
     threading.Thread(target=feed, daemon=True).start()
-    server, _ = serve(metrics, 0)
+    server = MetricsServer(metrics.registry, MetricsHttpConfig(address="127.0.0.1")).start()
     time.sleep(0.5)
-    p50, p99, size = scrape_stats(int(server.server_address[1]))
+    p50, p99, size = scrape_stats(server.port)
     print(f"agent /metrics at 10 Hz telemetry: {size} bytes, scrape p50 {p50:.2f} ms, p99 {p99:.2f} ms")
     stop.set()
-    server.shutdown()
+    server.stop()
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     cm = ControllerMetrics()
     for i in range(n):
         cm.board_power.labels(f"bench-{i:04d}", ("agx-orin", "agx-xavier", "orin-nano")[i % 3]).set(20.0 + i % 30)
     for model in ("agx-orin", "agx-xavier", "orin-nano"):
         cm.agents.labels(model, "online").set(n // 3)
-    cm.telemetry_samples.inc(10 * n)
-    server, _ = serve(cm, 0)  # type: ignore[arg-type]  # same registry attribute
-    p50, p99, size = scrape_stats(int(server.server_address[1]), 100)
+        cm.board_online.labels(f"bench-{i:04d}", ("agx-orin", "agx-xavier", "orin-nano")[i % 3]).set(1)
+        cm.telemetry_samples.labels(f"bench-{i:04d}").inc(10)
+    server = MetricsServer(cm.registry, MetricsHttpConfig(address="127.0.0.1")).start()
+    p50, p99, size = scrape_stats(server.port, 100)
     print(f"controller /metrics with {n} boards: {size} bytes ({size / n:.0f} per board), scrape p50 {p50:.1f} ms, "
           f"p99 {p99:.1f} ms")
-    server.shutdown()
+    server.stop()
 
 
 if __name__ == "__main__":

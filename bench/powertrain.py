@@ -13,8 +13,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jetfleet.controller.powertrain import nn as P  # noqa: E402
-from jetfleet.controller.powertrain.evaluate import twin_truth  # noqa: E402
 from jetfleet.controller.powertrain.optimize import Predictions, choose, pareto_front  # noqa: E402
+from jetfleet.research.powertrain.evaluate import twin_truth  # noqa: E402
 from jetfleet.shared.catalog import get_catalog  # noqa: E402
 
 

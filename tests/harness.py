@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from jetfleet.agent.config import AgentConfig
 from jetfleet.controller.config import ControllerConfig
-from jetfleet.controller.lab import Lab
+from jetfleet.lab import Lab
 
 T = TypeVar("T")
 
@@ -53,21 +53,21 @@ class LabThread:
         return self.lab.address
 
     @property
-    def fleet(self) -> Any:
+    def registry(self) -> Any:
         assert self.lab.controller is not None
-        return self.lab.controller.fleet
+        return self.lab.controller.registry
+
+    @property
+    def telemetry(self) -> Any:
+        assert self.lab.controller is not None
+        return self.lab.controller.telemetry
 
     def wait(self, predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
         """Poll ``predicate`` from the test's thread (it may call the blocking clients)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            time.sleep(0.02)
-        raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        wait_until(predicate, timeout_s, what)
 
     def online(self, device_id: str) -> bool:
-        devices = self.fleet.devices
+        devices = self.registry.devices
         return device_id in devices and devices[device_id].online
 
     def close(self) -> None:
@@ -78,6 +78,28 @@ class LabThread:
             self.thread.join(5)
 
 
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
+    """Poll ``predicate`` every 20 ms until it holds; AssertionError naming ``what`` after ``timeout_s``.
+
+    The one place tests wait: on a condition, never for a fixed time."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+async def until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
+    """``wait_until`` for a test running on an event loop: polls without blocking the loop."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -85,34 +107,69 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """A real redis-server with append-only persistence (fsync on every write), on a free port."""
+    """A real redis-server with append-only persistence (fsync on every write unless told otherwise).
 
-    def __init__(self, data_dir: Path) -> None:
+    redis-server cannot listen on port 0 and report it, so it gets a free port and, if another
+    process takes that port first (the bind fails and the server exits), another one."""
+
+    def __init__(self, data_dir: Path, password: str = "", *, appendfsync: str = "always") -> None:
         self.data_dir = data_dir
-        self.port = free_port()
+        self.appendfsync = appendfsync
+        self.port = 0
+        self.password = password       # requirepass; the URL then carries it (redis://:PASSWORD@HOST:PORT/0)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{f':{self.password}@' if self.password else ''}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        """Start on a free port; after ``kill`` it comes back on the same port (the clients' URL)."""
+        for _ in range(20):
+            if self.port == 0:
+                self.port = free_port()
+            if self._try_start():
+                return self
+            if self.proc is None or self.proc.poll() is not None:  # the bind failed
+                self.proc = None
+                if not self._keep_port:
+                    self.port = 0
+        raise RuntimeError("redis-server did not start")
+
+    _keep_port = False
+
+    def _try_start(self) -> bool:
         exe = shutil.which("redis-server")
         assert exe, "redis-server not installed"
         self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
-                                      str(self.data_dir), "--appendonly", "yes", "--appendfsync", "always",
-                                      "--save", "", "--protected-mode", "no"],
+                                      str(self.data_dir), "--appendonly", "yes", "--appendfsync", self.appendfsync,
+                                      "--save", "", "--protected-mode", "no",
+                                      *(["--requirepass", self.password] if self.password else [])],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        hello = (f"AUTH {self.password}\r\n" if self.password else "").encode() + b"PING\r\n"
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.proc.poll() is None:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), 0.2) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return self
+                    s.sendall(hello)
+                    reply = b""
+                    while b"PONG" not in reply and b"-" not in reply[:1]:
+                        chunk = s.recv(64)
+                        if not chunk:
+                            break
+                        reply += chunk
+                    if b"+PONG" in reply:
+                        self._keep_port = True
+                        return True
             except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+                try:  # wait for the server to exit (a failed bind), or try again
+                    self.proc.wait(0.05)
+                except subprocess.TimeoutExpired:
+                    pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        return False
 
     def kill(self) -> None:
         """SIGKILL: no shutdown save, only what was fsynced survives."""

@@ -25,14 +25,112 @@ def need(tool: str) -> str:
 
 
 def test_lint_and_syntax():
-    out = subprocess.run([need("ansible-lint"), "site.yml", "roles"], cwd=ANSIBLE, capture_output=True, text=True)
+    out = subprocess.run([need("ansible-lint"), "site.yml", "rotate-certs.yml", "roles"], cwd=ANSIBLE,
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    out = subprocess.run([need("ansible-playbook"), "-i", "inventory/example.yml", "--syntax-check", "site.yml"],
-                         cwd=ANSIBLE, capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout + out.stderr
+    for playbook in ("site.yml", "rotate-certs.yml"):
+        out = subprocess.run([need("ansible-playbook"), "-i", "inventory/example.yml", "--syntax-check", playbook],
+                             cwd=ANSIBLE, capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+
+def render(role: str, template: str, **overrides) -> str:
+    """A role template rendered the way Ansible's template module does (trim_blocks), from the role's defaults
+    and vars plus ``overrides``, variables that refer to other variables expanded first."""
+    import jinja2
+    import yaml
+
+    base = ANSIBLE / "roles" / role
+    raw = {**yaml.safe_load((base / "defaults/main.yml").read_text()),
+           **(yaml.safe_load((base / "vars/main.yml").read_text()) or {}), "inventory_hostname": "ctl.lab",
+           "inventory_hostname_short": "ctl", **overrides, "ansible_managed": "managed"}
+    env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
+
+    values = dict(raw)
+    for _ in range(10):  # variables refer to variables: render until nothing is left to expand
+        pending = {k: v for k, v in values.items() if isinstance(v, str) and ("{{" in v or "{%" in v)}
+        if not pending:
+            break
+        values.update({k: env.from_string(v).render(values) for k, v in pending.items()})
+    return env.from_string((base / "templates" / template).read_text()).render(values)
+
+
+def exposure(unit_text: str, tmp_path: Path, name: str) -> float:
+    analyze = need("systemd-analyze")
+    unit = tmp_path / name
+    unit.write_text(unit_text)
+    out = subprocess.run([analyze, "security", "--offline=true", str(unit)], capture_output=True, text=True)
+    m = re.search(r"Overall exposure level for \S+: ([\d.]+)", out.stdout)
+    assert m, out.stdout[-2000:] + out.stderr[-2000:]
+    return float(m.group(1))
+
+
+def test_controller_unit_is_hardened_to_exposure_4_or_less(tmp_path):
+    unit = render("jetfleet_controller", "jetfleet-controller.service.j2", jetfleet_controller_pki_dir="/srv/pki",
+                  jetfleet_controller_cert_name="ctl.lab", jetfleet_controller_metrics_password="pw")
+    level = exposure(unit, tmp_path, "jetfleet-controller.service")
+    print(f"systemd-analyze security: jetfleet-controller.service exposure {level} (limit 4.0)")
+    assert level <= 4.0
+    # a dynamic user cannot read root's keys: systemd hands them over as credentials (%d)
+    assert "LoadCredential=tls.key:/etc/jetfleet/pki/ctl.lab.key" in unit and "--tls-key %d/tls.key" in unit
+    assert "--store" not in unit and "LimitNOFILE=65536" in unit   # the store URL (with a password) stays in the env file
+
+
+def test_agent_unit_keeps_only_what_clock_control_needs(tmp_path):
+    unit = render("jetfleet_agent", "jetfleet-agent.service.j2", jetfleet_agent_device_id="orin-01")
+    level = exposure(unit, tmp_path, "jetfleet-agent.service")
+    print(f"systemd-analyze security: jetfleet-agent.service exposure {level}")
+    assert "CapabilityBoundingSet=CAP_SYS_ADMIN CAP_DAC_OVERRIDE CAP_SYS_NICE\n" in unit
+    assert "\nProtectKernelTunables=" not in unit and "\nPrivateDevices=" not in unit  # /sys and the GPU stay reachable
+    assert "LimitNOFILE=65536" in unit and level <= 5.0
+
+
+def test_agent_arguments_follow_the_inventory():
+    env = render("jetfleet_agent", "agent.env.j2", jetfleet_agent_device_id="xavier-01", jetfleet_agent_pki_dir="/srv/pki",
+                 jetfleet_agent_route="nvpmodel", jetfleet_agent_metrics_tls=True, jetfleet_agent_metrics_password="pw",
+                 jetfleet_agent_path="/opt/fake/bin:/usr/bin")
+    args = {k: v.strip("'") for k, v in (ln.split("=", 1) for ln in env.splitlines() if "=" in ln and not ln.startswith("#"))}
+    words = args["JETFLEET_AGENT_ARGS"].split()
+    assert words[:2] == ["agent", "run"] and "\n" not in args["JETFLEET_AGENT_ARGS"]
+    opt = {w: words[i + 1] for i, w in enumerate(words) if w.startswith("--")}
+    assert opt["--route"] == "nvpmodel" and opt["--id"] == "xavier-01"
+    assert opt["--tls-cert"] == opt["--metrics-tls-cert"] == "/etc/jetfleet/pki/xavier-01.crt"
+    assert opt["--metrics-auth-file"] == "/etc/jetfleet/metrics-auth" and args["PATH"] == "/opt/fake/bin:/usr/bin"
+    bare = render("jetfleet_agent", "agent.env.j2", jetfleet_agent_device_id="x")
+    assert "--tls" not in bare and "--metrics-auth-file" not in bare and "PATH=" not in bare
+
+
+def test_redis_password_goes_to_the_redis_settings_and_the_store_url_only():
+    conf = render("jetfleet_controller", "redis-jetfleet.conf.j2", jetfleet_controller_redis_password="r3dis-pw")
+    assert "requirepass r3dis-pw" in conf and "appendfsync always" in conf
+    env = render("jetfleet_controller", "controller.env.j2", jetfleet_controller_redis_password="r3dis-pw")
+    assert "JETFLEET_STORE='redis://:r3dis-pw@127.0.0.1:6379/0'" in env
+    odd = render("jetfleet_controller", "controller.env.j2", jetfleet_controller_redis_password="a/b@c:d")
+    assert "JETFLEET_STORE='redis://:a%2Fb%40c%3Ad@127.0.0.1:6379/0'" in odd   # URL-encoded; redis-py decodes it
+    unit = render("jetfleet_controller", "jetfleet-controller.service.j2", jetfleet_controller_redis_password="r3dis-pw")
+    assert "r3dis-pw" not in unit
+    assert "requirepass" not in render("jetfleet_controller", "redis-jetfleet.conf.j2")
+
+
+def test_the_rendered_prometheus_config_loads_the_alert_rules_and_promtool_accepts_it(tmp_path):
+    promtool = shutil.which("promtool")
+    if not promtool:
+        pytest.skip("promtool is not installed (make test installs the Debian prometheus package when run as root)")
+    shutil.copy(REPO / "deploy/prometheus/alerts.yml", tmp_path / "jetfleet-alerts.yml")   # what the role copies
+    for password in ("", "s3cret"):   # without and with basic auth on the metrics endpoints
+        conf = render("jetfleet_controller", "prometheus.yml.j2", jetfleet_controller_prometheus_dir=str(tmp_path),
+                      jetfleet_controller_pki_dir="/pki", jetfleet_controller_metrics_password=password)
+        (tmp_path / "prometheus.yml").write_text(conf)
+        (tmp_path / "jetfleet-ca.crt").write_text("")
+        (tmp_path / "jetfleet-controller.password").write_text(password)
+        out = subprocess.run([promtool, "check", "config", str(tmp_path / "prometheus.yml")], capture_output=True,
+                             text=True)
+        assert out.returncode == 0 and "10 rules found" in out.stdout, out.stdout + out.stderr
+        assert f"{tmp_path}/jetfleet-alerts.yml" in conf
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)   # two runs, each installing torch into a venv: minutes on a shared machine
 def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
     playbook = need("ansible-playbook")
     wheels = tmp_path / "wheels"
@@ -64,12 +162,23 @@ def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
                                                           "agents": {"hosts": {"localhost": {}}}}}}))
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_BECOME": "false"}
 
+    # An EC key's PEM carries its public point too, which the certificate (printed by --diff, as it may be)
+    # also carries: only the lines that are not in the certificate are the private part.
+    key_lines = []
+    for name in ("lab-orin-1", "localhost"):
+        cert = (pki / f"{name}.crt").read_text().replace("\n", "")
+        key_lines += [ln for ln in (pki / f"{name}.key").read_text().splitlines()
+                      if ln and not ln.startswith("-----") and ln not in cert]
+    assert key_lines
+
     def run() -> str:
-        out = subprocess.run([playbook, "-i", str(inventory), "site.yml", "-e", json.dumps(extra), "-e",
+        # --diff prints the content of every file a task changes, unless the task has no_log
+        out = subprocess.run([playbook, "-i", str(inventory), "site.yml", "--diff", "-e", json.dumps(extra), "-e",
                               '{"ansible_become": false}'], cwd=ANSIBLE, capture_output=True, text=True, env=env,
                              timeout=1200)
         assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-        assert "lab-orin-1.key" not in out.stdout or "censored" in out.stdout or "no_log" in out.stdout
+        printed = out.stdout + out.stderr
+        assert "PRIVATE KEY" not in printed and not [ln for ln in key_lines if ln in printed], "a private key leaked"
         return out.stdout
 
     run()
@@ -82,9 +191,11 @@ def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
     unit = (root / "etc/systemd/system/jetfleet-agent.service").read_text()
     assert "Restart=on-failure" in unit and "--tls-cert" not in unit and "EnvironmentFile=" in unit
     env_file = (root / "etc/jetfleet/agent.env").read_text()
-    assert "JETFLEET_DEVICE_ID=lab-orin-1" in env_file and "lab-orin-1.crt" in env_file
+    assert "JETFLEET_DEVICE_ID='lab-orin-1'" in env_file and "lab-orin-1.crt" in env_file
     assert oct((root / "etc/jetfleet/pki/lab-orin-1.key").stat().st_mode & 0o777) == "0o600"
     assert (root / "etc/systemd/system/jetfleet-controller.service").exists()
     assert "appendfsync always" in (root / "etc/jetfleet/redis/jetfleet.conf").read_text()
     assert (root / "etc/prometheus/prometheus.yml").exists()
-    assert len(list((root / "var/lib/grafana/dashboards/jetfleet").glob("*.json"))) == 4
+    assert (root / "etc/prometheus/jetfleet-alerts.yml").read_text() == (REPO / "deploy/prometheus/alerts.yml").read_text()
+    shipped = sorted(p.name for p in (REPO / "deploy/grafana/dashboards").glob("*.json"))
+    assert len(shipped) >= 5 and sorted(p.name for p in (root / "var/lib/grafana/dashboards/jetfleet").glob("*.json")) == shipped

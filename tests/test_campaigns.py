@@ -1,19 +1,17 @@
 """Profiling campaigns end to end on fake agents: failures never lose or repeat a measurement."""
 
-import asyncio
 from collections import Counter
 from dataclasses import replace
 
 import pytest
 
-from jetfleet.agent.device.emulated import EmulatedBoard
 from jetfleet.agent.profiler import ProfileRequest, find_steady_state, profile
-from jetfleet.controller.client import OperatorClient
-from jetfleet.controller.lab import FakeAgent
+from jetfleet.client import OperatorClient
 from jetfleet.shared.catalog import get_catalog
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, NotFound
+from jetfleet.twin.board import EmulatedBoard
 
-from .harness import FAST_AGENT, LabThread
+from .harness import FAST_AGENT, LabThread, wait_until
 
 SLOW = 60.0  # board-time acceleration: a resnet18 profile takes ~0.1 s of wall time, so failures land mid-run
 
@@ -31,15 +29,8 @@ def lab3(store_spec):
 
 
 def wait_done(c: OperatorClient, cid: str, timeout_s: float = 90):
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        camp = c.get_campaign(cid)
-        if camp.status in ("done", "cancelled"):
-            return camp
-        time.sleep(0.05)
-    raise AssertionError(f"campaign {cid} did not finish: {c.get_campaign(cid)}")
+    wait_until(lambda: c.get_campaign(cid).status in ("done", "cancelled"), timeout_s, f"campaign {cid} to finish")
+    return c.get_campaign(cid)
 
 
 def exactly_once(lab: LabThread, cid: str, modes: int) -> None:
@@ -51,6 +42,14 @@ def exactly_once(lab: LabThread, cid: str, modes: int) -> None:
         assert len(r.raw["minibatch_times_s"]) == 40 and r.raw["power"] and r.power_samples == len(r.raw["power"])
     states = lab.do(lambda: store.campaign_modes(cid))
     assert {s.status for s in states} == {"done"}
+    # the command that measured each mode is in the log, done, written with its result (in the same write)
+    position = {s.mode: i for i, s in enumerate(states)}
+    for r in rows:
+        ids = [f"{cid}-{position[r.mode]}-{r.device_id}"] + [f"{cid}-{position[r.mode]}-{r.device_id}-r{k}"
+                                                              for k in range(1, 4)]
+        logged = [c for c in (lab.do(lambda i=i: store.get_command(i)) for i in ids) if c is not None]
+        assert any(c.status == "done" and c.result.get("samples") == r.power_samples and c.result.get("compacted")
+                   for c in logged), (r.mode, [(c.command_id, c.status) for c in logged])
 
 
 def test_profiler_protocol_on_the_twin():
@@ -104,25 +103,34 @@ def test_controller_restarted_mid_campaign(lab3):
 
 
 def test_pause_resume_cancel_and_progress(lab3):
+    registry = lab3.lab.controller.metrics.registry
+
+    def moved_on() -> float | None:   # what the stalled-campaign alert reads: set while the campaign runs
+        return registry.get_sample_value("jetfleet_campaign_last_progress_timestamp_seconds",
+                                         {"campaign": camp.campaign_id, "workload": "resnet18"})
+
     with OperatorClient(lab3.address) as c:
         camp = c.create_campaign(workload="resnet18", device_id="agx-orin-0", modes="random:30")
         lab3.wait(lambda: c.get_campaign(camp.campaign_id).done >= 2, 30, "progress")
+        first = moved_on()
+        assert first is not None and first >= camp.created_s
+        lab3.wait(lambda: (moved_on() or 0) > first, 20, "the progress timestamp to move with the next mode")
         paused = c.control_campaign(camp.campaign_id, "pause")
-        assert paused.status == "paused"
+        assert paused.status == "paused" and moved_on() is None   # a paused campaign is not stalled
         with pytest.raises(FailedPrecondition, match="paused; cannot pause"):
             c.control_campaign(camp.campaign_id, "pause")
-        lab3.wait(lambda: c.get_campaign(camp.campaign_id).in_flight == 0, 10, "in-flight to finish")
+        run = lab3.lab.controller.campaigns.runs[camp.campaign_id]
+        # nothing is in flight and the driver has stopped: nothing can progress until a resume
+        lab3.wait(lambda: c.get_campaign(camp.campaign_id).in_flight == 0 and run.task.done(), 10, "the pause")
         frozen = c.get_campaign(camp.campaign_id).done
-        import time
-
-        time.sleep(0.5)
-        assert c.get_campaign(camp.campaign_id).done == frozen < 30
+        assert frozen < 30 and not run.tasks
         assert c.control_campaign(camp.campaign_id, "resume").status == "running"
+        assert moved_on() is not None
         lab3.wait(lambda: c.get_campaign(camp.campaign_id).done > frozen, 20, "resumed progress")
         shown = c.get_campaign(camp.campaign_id)
         assert shown.eta_s >= 0 and shown.total == 30
         cancelled = c.control_campaign(camp.campaign_id, "cancel")
-        assert cancelled.status == "cancelled"
+        assert cancelled.status == "cancelled" and moved_on() is None
         assert [x.campaign_id for x in c.list_campaigns()] == [camp.campaign_id]
 
 
@@ -179,12 +187,12 @@ def test_fast_full_grid_campaign_with_an_instant_board(store_spec):
         lt.close()
 
 
-def test_fake_agent_helper_restarts():
-    async def scenario():
-        agent = FakeAgent(EmulatedBoard("tx2", 0), replace(FAST_AGENT, controller="127.0.0.1:9", device_id="t"))
-        agent.start()
-        await asyncio.sleep(0.05)
-        await agent.stop()
-        return agent.task
-
-    assert asyncio.run(scenario()) is None
+def test_fake_agent_helper_stops_and_restarts_with_a_new_link(lab3):
+    agent = lab3.lab.agents[0]
+    first = agent.link
+    lab3.call(agent.stop())
+    assert agent.task is None
+    lab3.wait(lambda: not lab3.online(agent.device_id), 5, "offline")
+    lab3.do(agent.start)
+    lab3.wait(lambda: lab3.online(agent.device_id) and agent.link.sessions == 1, 5, "online again, welcomed")
+    assert agent.link is not first and first.sessions == 1

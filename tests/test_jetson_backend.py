@@ -1,4 +1,4 @@
-"""The real backend on fixture trees laid out like real boards."""
+"""The real backend on fixture trees laid out like real boards (sysfs route; nvpmodel in test_nvpmodel.py)."""
 
 import os
 import shutil
@@ -9,17 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from jetfleet.agent.device.jetson import JetsonBoard
+from jetfleet.agent.device.jetson import JetsonBoard, JetsonOptions
 from jetfleet.shared.catalog import PowerMode, get_catalog
 from jetfleet.shared.errors import DeviceError, InvalidArgument
 
-from .jetson_trees import LAYOUTS, build_tree, snapshot
+from .jetson_trees import LAYOUTS, build_tree, install_tools, snapshot
+
+pytestmark = pytest.mark.boards
 
 
 @pytest.fixture(params=sorted(LAYOUTS))
 def board(request, tmp_path):
     lay = build_tree(tmp_path, request.param)
-    return JetsonBoard(tmp_path), lay, tmp_path
+    return JetsonBoard(tmp_path, JetsonOptions(command_path=install_tools(tmp_path))), lay, tmp_path
 
 
 def test_describe_finds_model_software_and_the_gpu_node_by_its_table(board):
@@ -30,6 +32,32 @@ def test_describe_finds_model_software_and_the_gpu_node_by_its_table(board):
     assert b.gpu.endswith(lay.gpu_node)  # discovered, not the decoy nvdec node
     # the fixture boards report the built-in tables, so the board's own catalog equals the model's
     assert info.catalog.size == get_catalog(lay.model).size and info.catalog.maxn == get_catalog(lay.model).maxn
+
+
+EXPECTED_SOFTWARE = {  # (l4t, jetpack, cuda) per layout: JetPack from dpkg where the image has the package
+    "orin-jp5": ("35.4.1", "5.1.2", "11.4.315"), "orin-jp6": ("36.3.0", "6.0", "12.2.140"),
+    "xavier-jp4": ("32.7.1", "4.6.1", "10.2.300"), "xavier-jp5": ("35.4.1", "5.1.2", "11.4.315"),
+    "orin-nano-jp6": ("36.3.0", "6.0", "12.2.140")}
+
+
+def test_describe_reports_l4t_jetpack_cuda_torch_and_jetfleet_versions(board):
+    b, lay, root = board
+    sw = b.describe().software
+    assert (sw["l4t"], sw["jetpack"], sw["cuda"]) == EXPECTED_SOFTWARE[lay.name]
+    assert sw["jetfleet"] and sw["kernel"].endswith("-tegra")
+    try:
+        import importlib.metadata as md
+        assert sw.get("torch") == md.version("torch")
+    except md.PackageNotFoundError:  # the boards' test venvs have no torch: the key is left out
+        assert "torch" not in sw
+
+
+def test_an_image_without_the_jetpack_package_or_cuda_reports_what_it_has(tmp_path):
+    build_tree(tmp_path, "orin-jp5")
+    (tmp_path / "var/lib/dpkg/status").unlink()
+    (tmp_path / "usr/local/cuda/version.json").unlink()
+    sw = JetsonBoard(tmp_path, JetsonOptions(command_path=install_tools(tmp_path))).describe().software
+    assert sw["jetpack"] == "5.1.2" and "cuda" not in sw   # L4T 35.4.1 shipped with JetPack 5.1.2
 
 
 def test_read_apply_and_confirm_writes_what_the_kernel_expects(board):
@@ -59,15 +87,17 @@ def test_read_apply_and_confirm_writes_what_the_kernel_expects(board):
 
 
 def test_sample_reads_rails_in_watts_from_the_rail_map(board):
-    b, lay, _ = board
+    b, lay, root = board
     s = b.sample()
     assert set(s.rails_w) == set(lay.rails)  # "sum of shunt voltages" is not a rail
     for label, (mv, ma) in lay.rails.items():
         assert s.rails_w[label] == pytest.approx(mv * ma / 1e6, rel=1e-3)
     expected_total = sum(s.rails_w[r.label] for r in b.catalog.rails if r.in_total)
     assert s.total_w == pytest.approx(expected_total)
-    assert s.temps_c["cpu-thermal"] == 45.0 and s.gpu_util == pytest.approx(0.37)
-    assert s.cores_online == max(b.catalog.cores)
+    assert s.temps_c == {"cpu": 45.0, "gpu": 45.5, "soc0": 46.0, "tj": 46.5}  # off cv0 and the PMIC die left out
+    assert s.gpu_util == pytest.approx(0.37)
+    assert s.cores_online == 1 + sum((p / "online").read_text().strip() == "1" for p in root.glob("sys/devices/system/cpu/cpu*")
+                                     if (p / "online").exists())
 
 
 def test_mode_outside_the_catalog_writes_nothing(board):
@@ -80,7 +110,7 @@ def test_mode_outside_the_catalog_writes_nothing(board):
 
 def test_missing_node_is_named_and_nothing_is_written(tmp_path):
     build_tree(tmp_path, "orin-jp6")
-    b = JetsonBoard(tmp_path)
+    b = JetsonBoard(tmp_path, JetsonOptions(command_path=install_tools(tmp_path)))
     (tmp_path / "sys/kernel/debug/bpmp/debug/clk/emc/mrq_rate_locked").unlink()
     before = snapshot(tmp_path)
     with pytest.raises(DeviceError, match="mrq_rate_locked"):
@@ -132,3 +162,23 @@ def test_permission_error_names_the_node_and_writes_nothing():
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         assert "ERR permission denied writing" in out.stdout, out.stderr
         assert snapshot(root) == before
+
+
+def test_a_sample_reads_the_files_it_resolved_once_and_sees_each_change(board):
+    b, lay, root = board
+    files = b.telemetry.files()
+    assert files and all(Path(f).is_file() and f.startswith(str(root)) for f in files)
+    label = next(iter(lay.rails))
+    first = b.sample().rails_w[label]
+    volt_file = root / b.telemetry.rails[label][0]   # the rail's voltage (hwmon) or power (iio) file
+    assert str(volt_file) in files
+    volt_file.write_text(f"{2 * int(volt_file.read_text().split()[0])}\n")
+    assert b.sample().rails_w[label] == pytest.approx(2 * first, rel=1e-3)
+    cpu = max(p for p in root.glob("sys/devices/system/cpu/cpu[0-9]*") if (p / "online").exists()
+              and (p / "online").read_text().strip() == "1")
+    before = b.sample().cores_online
+    (cpu / "online").write_text("0\n")
+    assert b.sample().cores_online == before - 1
+    volt_file.unlink()   # a file gone since: the error names it, as before
+    with pytest.raises(DeviceError, match="missing board node"):
+        b.sample()

@@ -2,8 +2,10 @@
 with the shipped config, and every PromQL expression of every shipped dashboard returns data."""
 
 import json
+import re
 import shutil
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -15,9 +17,9 @@ import yaml
 from click.testing import CliRunner
 
 from jetfleet.cli.main import cli
-from jetfleet.controller.powertrain.evaluate import csv_text, twin_truth
+from jetfleet.research.powertrain.evaluate import csv_text, twin_truth
 
-from .harness import FAST_CONTROLLER, LabThread, free_port
+from .harness import FAST_CONTROLLER, LabThread, free_port, wait_until
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 
@@ -33,13 +35,34 @@ def scrape(port: int) -> str:
     return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
 
 
-def panel_exprs() -> list[tuple[str, str]]:
+def panel_exprs(device: str = ".*") -> list[tuple[str, str]]:
     out = []
     for f in sorted((DEPLOY / "grafana/dashboards").glob("*.json")):
         for p in json.loads(f.read_text())["panels"]:
             for t in p["targets"]:
-                out.append((f"{f.name}: {p['title']}", t["expr"].replace("$device", ".*")))
+                out.append((f"{f.name}: {p['title']}", t["expr"].replace("$device", device)))
     return out
+
+
+def test_every_panel_of_the_board_dashboard_filters_by_the_chosen_board():
+    board = json.loads((DEPLOY / "grafana/dashboards/board.json").read_text())
+    exprs = [t["expr"] for p in board["panels"] for t in p["targets"]]
+    assert len(exprs) >= 10 and all('device=~"$device"' in e for e in exprs), exprs
+    assert board["templating"]["list"][0]["query"] == "label_values(jetfleet_board_online, device)"
+
+
+def test_shipped_alert_rules_pass_promtool_check_and_their_unit_tests():
+    promtool = need("promtool")
+    for args in (["check", "rules", "alerts.yml"], ["test", "rules", "alerts.test.yml"]):
+        out = subprocess.run([promtool, *args], capture_output=True, text=True, cwd=DEPLOY / "prometheus")
+        assert out.returncode == 0 and "SUCCESS" in out.stdout, out.stdout + out.stderr
+    rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())
+    names = {r["alert"] for g in rules["groups"] for r in g["rules"]}
+    assert {"JetfleetBoardOffline", "JetfleetJobOverBudget", "JetfleetCampaignStalled", "JetfleetJobStalled",
+            "JetfleetTelemetryDropped", "JetfleetTelemetryStopped", "JetfleetPredictionErrorLarge"} <= names
+    tested = {t["alertname"] for case in yaml.safe_load((DEPLOY / "prometheus/alerts.test.yml").read_text())["tests"]
+              for t in case["alert_rule_test"]}
+    assert names <= tested, f"rules without a unit test: {names - tested}"
 
 
 def test_shipped_prometheus_config_is_valid():
@@ -53,13 +76,76 @@ def test_shipped_prometheus_config_is_valid():
 def observed_lab(tmp_path_factory):
     need("prometheus")
     tmp = tmp_path_factory.mktemp("prom")
-    cport = free_port()
     lt = LabThread(str(tmp / "data"), ["agx-orin", "orin-nano", "orin-nano"],
-                   config=replace(FAST_CONTROLLER, metrics_port=cport))
+                   config=replace(FAST_CONTROLLER, metrics_port=0))  # port 0: the controller reports the one it got
     lt.lab.agent_metrics = True
     lt.start()
-    yield lt, cport, tmp
+    yield lt, lt.lab.controller.metrics_port, tmp
     lt.close()
+
+
+def start_prometheus(config: Path, tsdb: Path) -> tuple[subprocess.Popen, int]:
+    """Prometheus cannot report a port it chose, so it gets a free one, and another if that was taken meanwhile."""
+    for _ in range(10):
+        port = free_port()
+        prom = subprocess.Popen([need("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
+                                 f"--web.listen-address=127.0.0.1:{port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def ready(port: int = port, prom: subprocess.Popen = prom) -> bool:
+            try:
+                return urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200
+            except OSError:
+                return prom.poll() is not None  # it exited: the port was taken
+
+        wait_until(ready, 60, "prometheus to start")
+        if prom.poll() is None:
+            return prom, port
+    raise RuntimeError("prometheus did not start")
+
+
+def prometheus_config(tmp: Path, controller_metrics_port: int, rule_for: dict[str, str] | None = None) -> Path:
+    """The shipped prometheus.yml and alerts.yml in ``tmp``, scraping the test's controller every second and
+    evaluating the rules every second; ``rule_for`` shortens the named alerts' `for`."""
+    config = yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text())
+    config["global"].update(scrape_interval="1s", evaluation_interval="1s")
+    config["scrape_configs"][0]["static_configs"][0]["targets"] = [f"127.0.0.1:{controller_metrics_port}"]
+    config["scrape_configs"][1]["http_sd_configs"][0].update(url=f"http://127.0.0.1:{controller_metrics_port}/sd/agents",
+                                                             refresh_interval="1s")
+    rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            if rule["alert"] in (rule_for or {}):
+                rule["for"] = rule_for[rule["alert"]]  # type: ignore[index]
+    assert config["rule_files"] == ["alerts.yml"]
+    (tmp / "alerts.yml").write_text(yaml.safe_dump(rules))
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+    return tmp / "prometheus.yml"
+
+
+class Api:
+    """Prometheus's HTTP API: instant queries, range queries over the last minutes, alerts."""
+
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}/api/v1"
+
+    def get(self, path: str, **params: object) -> object:
+        url = f"{self.base}/{path}" + ("?" + urllib.parse.urlencode(params) if params else "")
+        body = json.loads(urllib.request.urlopen(url, timeout=10).read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str) -> list:
+        return self.get("query", query=expr)["result"]  # type: ignore[index]
+
+    def query_range(self, expr: str, minutes: float = 5) -> list:
+        """What a panel shows: the expression over the last ``minutes`` at 1 s steps."""
+        now = time.time()
+        return self.get("query_range", query=expr, start=now - 60 * minutes, end=now, step=1)["result"]  # type: ignore[index]
+
+    def alerts(self, name: str, state: str = "firing") -> list[dict]:
+        return [a for a in self.get("alerts")["alerts"]  # type: ignore[index]
+                if a["labels"]["alertname"] == name and a["state"] == state]
 
 
 def test_every_dashboard_query_returns_data_from_a_real_prometheus(observed_lab):
@@ -70,34 +156,20 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(observed_lab)
     groups = json.loads(targets.read_text())
     assert sum(len(g["targets"]) for g in groups) == 3 and {g["labels"]["board_model"] for g in groups} == {
         "agx-orin", "orin-nano"}
-    config = yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text())
-    config["global"]["scrape_interval"] = "1s"
-    config["scrape_configs"][0]["static_configs"][0]["targets"] = [f"127.0.0.1:{cport}"]
-    config["scrape_configs"][1]["file_sd_configs"][0]["files"] = [str(targets)]
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-    pport = free_port()
-    prom = subprocess.Popen([need("prometheus"), f"--config.file={tmp / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{pport}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prom, pport = start_prometheus(prometheus_config(tmp, cport), tmp / "tsdb")
     try:
-        api = f"http://127.0.0.1:{pport}/api/v1"
+        api = Api(pport)
+        query = api.query
 
-        def query(expr: str) -> list:
-            url = f"{api}/query?" + urllib.parse.urlencode({"query": expr})
-            body = json.loads(urllib.request.urlopen(url, timeout=10).read())
-            assert body["status"] == "success", body
-            return body["data"]["result"]
-
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        def all_up() -> bool:
             try:
-                if len(query("up == 1")) == 4:
-                    break
+                return len(query("up == 1")) == 4
             except OSError:
-                pass
-            time.sleep(0.5)
-        assert len(query("up == 1")) == 4
+                return False
+
+        wait_until(all_up, 60, "prometheus to scrape the controller and the three agents")
         # activity while Prometheus watches: modes, a campaign, models, an applied decision
+        lab.wait(lambda: all(lab.online(a.device_id) for a in lab.lab.agents), 10, "every board online")
         run = lambda *a: CliRunner().invoke(cli, [*a, "--controller", lab.address])  # noqa: E731
         ref = tmp / "ref.csv"
         ref.write_text(csv_text(twin_truth("orin-nano", "resnet18")))
@@ -110,9 +182,29 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(observed_lab)
                      ("optimize", "orin-nano-1", "--workload", "lstm", "--min-energy", "--apply")):
             r = run(*args)
             assert r.exit_code == 0, (args, r.output)
-        time.sleep(4)  # a few more scrapes
-        empty = [(where, expr) for where, expr in panel_exprs() if not query(expr)]
-        assert not empty, f"panels without data: {empty}"
+        # a running job's power series live only while it runs: a long one, seen by Prometheus, then cancelled
+        r = run("job", "submit", "--workload", "lstm", "--device", "orin-nano-1", "--power-budget", "14W",
+                "--minibatches", "10000000", "--window", "2", "--output", "json")
+        assert r.exit_code == 0, r.output
+        job_id = json.loads(r.stdout)["job_id"]   # (stdout: the note on stderr is for people)
+        wait_until(lambda: len(query(f'jetfleet_job_power_watts{{job_id="{job_id}"}}')) >= 2, 60,
+                   "the running job's power and budget in prometheus")
+        assert run("job", "cancel", job_id).exit_code == 0
+        wait_until(lambda: not query(f'jetfleet_job_power_watts{{job_id="{job_id}"}}'), 30,
+                   "the cancelled job's power series to go")
+
+        def empty(device: str = ".*") -> list[tuple[str, str]]:   # panels with no data over the last 5 minutes
+            return [(where, expr) for where, expr in panel_exprs(device) if not api.query_range(expr)]
+
+        try:  # until the scrapes after the activity have landed
+            wait_until(lambda: not empty(), 30, "every panel to have data")
+        except AssertionError:
+            raise AssertionError(f"panels without data: {empty()}") from None
+        # the board dashboard for one board: every panel has data, and only that board's
+        for where, expr in panel_exprs("orin-nano-1"):
+            if where.startswith("board.json"):
+                series = api.query_range(expr)
+                assert series and {s["metric"]["device"] for s in series} == {"orin-nano-1"}, (where, series)
     finally:
         prom.terminate()
         prom.wait(20)
@@ -126,8 +218,73 @@ def test_both_endpoints_pass_promtool_check_metrics(observed_lab):
         text = scrape(port)
         out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
         assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), (port, out.stdout, out.stderr)
-    agent_text = scrape(lab.lab.agents[0].metrics_port)
-    for name in ("jetfleet_agent_rail_power_watts{rail=\"VDD_GPU_SOC\"}", "jetfleet_agent_energy_joules_total",
-                 "jetfleet_agent_frequency_hertz{clock=\"gpu\"}", "jetfleet_agent_power_mode_info{",
+    agent = lab.lab.agents[0]
+    agent_text = scrape(agent.metrics_port)
+    for name in ('jetfleet_agent_rail_power_watts{device="agx-orin-0",rail="VDD_GPU_SOC"}',
+                 'jetfleet_agent_energy_joules_total{device="agx-orin-0"}',
+                 'jetfleet_agent_frequency_hertz{clock="gpu",device="agx-orin-0"}', "jetfleet_agent_power_mode_info{",
                  "jetfleet_agent_temperature_celsius", "jetfleet_agent_utilization_ratio"):
         assert name in agent_text, name
+    samples = [ln for ln in agent_text.splitlines() if ln.startswith("jetfleet_agent_")]
+    assert samples and all(f'device="{agent.device_id}"' in ln for ln in samples), [
+        ln for ln in samples if f'device="{agent.device_id}"' not in ln]
+    # every metric an alert rule reads is one the controller or the agents export (by its HELP line)
+    helps = {ln.split()[2] for port in endpoints for ln in scrape(port).splitlines() if ln.startswith("# HELP ")}
+    rules = (DEPLOY / "prometheus/alerts.yml").read_text()
+    read = set(re.findall(r"\b(jetfleet_[a-z_]+)", rules))
+    assert read and read <= helps, read - helps
+
+
+def test_a_killed_agent_leaves_fleet_power_and_its_board_offline_alert_fires_in_a_real_prometheus(tmp_path):
+    """A real agent process is SIGKILLed: its relayed power disappears from the controller and from Prometheus
+    (fleet power counts the live board only), its board reads offline, and the shipped JetfleetBoardOffline
+    rule (its `for` shortened to 2 s) goes pending, then firing, for that board alone."""
+    need("prometheus")
+    lt = LabThread(str(tmp_path / "data"), ["agx-orin"], config=replace(FAST_CONTROLLER, metrics_port=0))
+    lt.lab.agent_metrics = True
+    lt.start()
+    agent = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "agent", "run", "--controller", lt.address,
+                              "--device", "emulated:orin-nano:3", "--speed", "inf", "--id", "nano-doomed",
+                              "--metrics-port", "0", "--metrics-address", "127.0.0.1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prom = None
+    try:
+        cport = lt.lab.controller.metrics_port
+        lt.wait(lambda: lt.online("nano-doomed"), 30, "the agent process to come online")
+        prom, pport = start_prometheus(prometheus_config(tmp_path, cport, {"JetfleetBoardOffline": "2s"}),
+                                       tmp_path / "tsdb")
+        api = Api(pport)
+
+        def fleet() -> dict[str, float]:
+            try:
+                return {r["metric"]["device"]: float(r["value"][1]) for r in api.query("jetfleet_board_power_watts")}
+            except OSError:
+                return {}
+
+        wait_until(lambda: set(fleet()) == {"agx-orin-0", "nano-doomed"}, 60, "both boards' power in prometheus")
+        wait_until(lambda: len(api.query('up{job="jetfleet-agents"} == 1')) == 2, 30, "both agents scraped")
+        agent.kill()   # SIGKILL: no goodbye; the kernel closes its connections
+        agent.wait(10)
+        lt.wait(lambda: not lt.online("nano-doomed"), 10, "the board to go offline")
+        text = scrape(cport)
+        assert 'jetfleet_board_power_watts{board_model="orin-nano",device="nano-doomed"}' not in text
+        assert 'jetfleet_board_online{board_model="orin-nano",device="nano-doomed"} 0.0' in text
+        assert 'jetfleet_board_power_watts{board_model="agx-orin",device="agx-orin-0"}' in text
+        wait_until(lambda: set(fleet()) == {"agx-orin-0"}, 30, "the dead board's power to leave prometheus")
+        live = fleet()["agx-orin-0"]
+        assert 0 < float(api.query("sum(jetfleet_board_power_watts)")[0]["value"][1]) < live + 25   # one board's worth
+        wait_until(lambda: api.alerts("JetfleetBoardOffline", "pending") or api.alerts("JetfleetBoardOffline"), 30,
+                   "the offline rule to match")
+        wait_until(lambda: api.alerts("JetfleetBoardOffline"), 30, "JetfleetBoardOffline to fire")
+        firing = api.alerts("JetfleetBoardOffline")
+        assert [(a["labels"]["device"], a["labels"]["severity"]) for a in firing] == [("nano-doomed", "warning")]
+        assert firing[0]["annotations"]["summary"] == "board nano-doomed (orin-nano) is offline"
+        assert not api.alerts("JetfleetTelemetryStopped", "pending") and not api.alerts("JetfleetTelemetryStopped")
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait(10)
+        if prom is not None:
+            prom.terminate()
+            prom.wait(20)
+        lt.close()

@@ -1,6 +1,7 @@
 """PowerTrain end to end: profiles -> reference -> transfer -> predict -> Pareto -> choose -> apply -> verify."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -8,9 +9,9 @@ from click.testing import CliRunner
 
 from jetfleet.cli.main import cli
 from jetfleet.controller.powertrain import nn as P
-from jetfleet.controller.powertrain.evaluate import csv_text, run_trial, train_references, twin_truth
 from jetfleet.controller.powertrain.optimize import Predictions, choose, pareto_front
 from jetfleet.controller.powertrain.select import pick_spread
+from jetfleet.research.powertrain.evaluate import csv_text, run_trial, train_references, twin_truth
 from jetfleet.shared.catalog import PowerMode
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 
@@ -29,7 +30,7 @@ def test_pareto_front_and_goals():
     assert c.mode.cores == 4 and c.energy_per_epoch_j == pytest.approx(9 * 4.0)
     with pytest.raises(FailedPrecondition, match="lowest-power mode is 4/1/1/1 at 9.0 W"):
         choose(pr, power_budget_w=5)
-    with pytest.raises(FailedPrecondition, match="the fastest, 1/1/1/1, takes 1.0 s"):
+    with pytest.raises(FailedPrecondition, match=r"the fastest, 1/1/1/1, takes 1.0 s"):
         choose(pr, deadline_s=0.5, minibatches_per_epoch=100)
     with pytest.raises(InvalidArgument, match="exactly one goal"):
         choose(pr, power_budget_w=30, min_energy=True)
@@ -52,9 +53,24 @@ def test_spread_selection_covers_the_knob_space():
         P.transfer(P.train_reference(g.x, g.time_ms, epochs=2), g.x[:3], g.time_ms[:3])
 
 
+@pytest.fixture
+def lab(tmp_path):
+    lt = LabThread(str(tmp_path / "data"), ["agx-orin", "orin-nano"]).start()
+    yield lt
+    lt.close()
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    lt = LabThread(str(tmp_path_factory.mktemp("pt")), ["agx-orin", "orin-nano"]).start()
+def modelled_lab(tmp_path_factory):
+    """A lab of its own with the models the refusals need: an agx-orin/resnet18 reference (to transfer from)
+    and an orin-nano/mobilenet_v3 model (to optimise with)."""
+    tmp = tmp_path_factory.mktemp("pt-models")
+    lt = LabThread(str(tmp / "data"), ["agx-orin", "orin-nano"]).start()
+    for board, workload, grid in (("agx-orin", "resnet18", "powertrain"), ("orin-nano", "mobilenet_v3", "full")):
+        f = tmp / f"{board}-{workload}.csv"
+        f.write_text(csv_text(twin_truth(board, workload, grid=grid)))
+        run(lt, "profiles", "import", str(f))
+        run(lt, "model", "train-reference", "--board-model", board, "--workload", workload, "--epochs", "3")
     yield lt
     lt.close()
 
@@ -62,7 +78,7 @@ def lab(tmp_path_factory):
 def run(lab, *args):
     r = CliRunner().invoke(cli, [*args, "--controller", lab.address, "--output", "json"])
     assert r.exit_code == 0, r.output
-    return json.loads(r.output)
+    return json.loads(r.stdout)
 
 
 def test_operator_workflow_train_transfer_optimize_apply_verify(lab, tmp_path):
@@ -76,17 +92,23 @@ def test_operator_workflow_train_transfer_optimize_apply_verify(lab, tmp_path):
     assert camp["done"] == 30
     tr = run(lab, "model", "transfer", "--board-model", "orin-nano", "--workload", "mobilenet_v3")
     assert tr["parent_id"] == ref["model_id"] and tr["training_modes"] == 30
-    assert "scratch_time_fit_mape_pct" in tr["metrics"]
+    assert {"time_cv_mape_pct", "power_cv_mape_pct", "scratch_time_cv_mape_pct", "time_fit_mape_pct"} <= set(tr["metrics"])
+    shown = CliRunner().invoke(cli, ["model", "show", tr["model_id"], "--controller", lab.address]).output
+    assert "held-out MAPE (5-fold cross-validation on its modes): time" in shown
+    assert "in-sample fit on its own training modes (not an accuracy)" in shown
     assert [m["model_id"] for m in run(lab, "model", "ls")] == [ref["model_id"], tr["model_id"]]
     pred = run(lab, "predict", "--board-model", "orin-nano", "--workload", "mobilenet_v3")
-    assert len(pred["predictions"]) == 1800
+    assert len(pred["predictions"]) == 1800 and pred["confidence"] == 0.9
+    assert all(p["power_w_lo"] <= p["power_w"] <= p["power_w_hi"] and p["time_ms_lo"] <= p["time_ms"] <= p["time_ms_hi"]
+               for p in pred["predictions"])
+    assert any(p["power_w_hi"] > p["power_w"] * 1.01 for p in pred["predictions"])    # calibrated, not degenerate
     plot = tmp_path / "front.png"
     front = run(lab, "pareto", "--board-model", "orin-nano", "--workload", "mobilenet_v3", "--plot", str(plot))
     assert plot.stat().st_size > 1000 and 3 <= len(front["front"]) < 1800
     times = [f["time_ms"] for f in front["front"]]
     assert times == sorted(times)
     opt = run(lab, "optimize", "orin-nano-1", "--workload", "mobilenet_v3", "--power-budget", "8W", "--apply", "--refine")
-    assert opt["predicted_power_w"] <= 8 and len(opt["applied"]) == 1
+    assert opt["predicted_power_w"] <= opt["predicted_power_w_hi"] <= 8 and len(opt["applied"]) == 1
     applied = opt["applied"][0]
     assert applied["confirmed"] == opt["mode"]
     assert lab.lab.agents[1].board.read_mode() == PowerMode(*[float(x) for x in opt["mode"].split("/")])
@@ -100,20 +122,23 @@ def test_operator_workflow_train_transfer_optimize_apply_verify(lab, tmp_path):
     assert energy["goal"] == "least energy per epoch" and energy["applied"] == []
 
 
-@pytest.mark.parametrize("args,needle", [
-    (("optimize", "orin-nano-1", "--workload", "mobilenet_v3", "--power-budget", "1W"), "no mode is predicted under 1 W"),
+@pytest.mark.parametrize("args,needle,code", [
+    (("optimize", "orin-nano-1", "--workload", "mobilenet_v3", "--power-budget", "1W"),
+     "no mode can run under 1 W: the lowest-power mode is 1/", 7),
     (("optimize", "orin-nano-1", "--workload", "mobilenet_v3", "--deadline", "1s", "--minibatches-per-epoch", "100000"),
-     "no mode is predicted to finish"),
-    (("optimize", "orin-nano-1", "--workload", "mobilenet_v3", "--power-budget", "lots"), "'lots' is not a power"),
-    (("optimize", "orin-nano-1", "--workload", "bert_base", "--power-budget", "10W"), "no model for bert_base on orin-nano"),
-    (("model", "transfer", "--board-model", "agx-orin", "--workload", "lstm"), "no profiles of lstm on agx-orin"),
-    (("model", "train-reference", "--board-model", "agx-xavier", "--workload", "resnet18"), "no profiles of resnet18"),
-    (("model", "show", "nope"), "unknown model 'nope'"),
+     "no mode can finish 100000 minibatches in 1 s: the fastest", 7),
+    (("optimize", "orin-nano-1", "--workload", "mobilenet_v3", "--power-budget", "lots"), "'lots' is not a power", 3),
+    (("optimize", "orin-nano-1", "--workload", "bert_base", "--power-budget", "10W"), "no model for bert_base on orin-nano",
+     4),
+    (("model", "transfer", "--board-model", "agx-orin", "--workload", "lstm"), "no profiles of lstm on agx-orin", 4),
+    (("model", "train-reference", "--board-model", "agx-xavier", "--workload", "resnet18"), "no profiles of resnet18", 4),
+    (("model", "show", "nope"), "unknown model 'nope'", 4),
 ])
-def test_bad_requests_name_the_problem_and_apply_nothing(lab, args, needle):
+def test_bad_requests_name_the_problem_and_apply_nothing(modelled_lab, args, needle, code):
+    lab = modelled_lab
     before = lab.lab.agents[1].board.read_mode()
     r = CliRunner().invoke(cli, [*args, "--controller", lab.address])
-    assert r.exit_code == 2 and needle in r.output, r.output
+    assert r.exit_code == code and needle in r.output, r.output
     assert lab.lab.agents[1].board.read_mode() == before
 
 
@@ -124,10 +149,10 @@ def test_eval_transfer_on_two_csv_files(tmp_path):
     r = CliRunner().invoke(cli, ["eval", "transfer", "--reference", str(ref), "--target", str(tgt), "--k", "30",
                                  "--repeats", "2", "--output", "json"])
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
     assert d["target_modes"] == 900 and d["mape"]["time_transfer"][0] < d["mape"]["time_scratch"][0]
     r = CliRunner().invoke(cli, ["eval", "transfer", "--reference", str(ref), "--target", str(tgt), "--k", "5000"])
-    assert r.exit_code == 2 and "k=5000" in r.output
+    assert r.exit_code == 3 and "k=5000" in r.output
 
 
 def test_reference_without_dropout_is_stored_with_its_architecture(lab, tmp_path):
@@ -140,3 +165,16 @@ def test_reference_without_dropout_is_stored_with_its_architecture(lab, tmp_path
     assert doc["dropout"] == [0.0, 0.0, 0.0]
     pred = run(lab, "predict", "--board-model", "orin-nano", "--workload", "yolo_v8n", "--model", ref["model_id"])
     assert len(pred["predictions"]) == 1800 and all(p["time_ms"] > 0 for p in pred["predictions"])
+
+
+def test_a_model_of_another_board_model_is_not_applied(lab, tmp_path):
+    ref_csv = tmp_path / "ref.csv"
+    g = twin_truth("agx-orin", "lstm")
+    ref_csv.write_text(csv_text(replace(g, modes=g.modes[:30], x=g.x[:30], time_ms=g.time_ms[:30], power_w=g.power_w[:30])))
+    run(lab, "profiles", "import", str(ref_csv))
+    ref = run(lab, "model", "train-reference", "--board-model", "agx-orin", "--workload", "lstm", "--epochs", "2")
+    before = lab.lab.agents[1].board.read_mode()
+    r = CliRunner().invoke(cli, ["optimize", "orin-nano-1", "--workload", "lstm", "--model", ref["model_id"],
+                                 "--power-budget", "10W", "--apply", "--controller", lab.address])
+    assert r.exit_code == 3 and "predicts agx-orin, not orin-nano" in r.output, r.output
+    assert lab.lab.agents[1].board.read_mode() == before

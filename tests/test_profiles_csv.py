@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from jetfleet.cli.main import cli
-from jetfleet.controller.client import OperatorClient
+from jetfleet.client import OperatorClient
 from jetfleet.shared.errors import InvalidArgument
 
 from .harness import LabThread
@@ -56,7 +56,7 @@ def test_import_export_round_trip_with_several_observations_per_mode(lab):
     (HEADER + "\nagx-orin,resnet18,12.5,2201.6,1300.5,3199,55,48\n", "cpu_cores must be a whole number"),
     (HEADER + "\nagx-orin,resnet18,12,2201.6,1300.5,3000,55,48\n", "line 2: mem_mhz=3000 is not a value of agx-orin"),
     (HEADER + "\n", "no data rows"),
-    (HEADER + "\nagx orin,resnet18,12,2201.6,1300.5,3199,55,48\n", "board_model must be"),
+    (HEADER + "\nagx orin,resnet18,12,2201.6,1300.5,3199,55,48\n", "board_model must match [a-z0-9][a-z0-9._-]{0,63}"),
 ])
 def test_bad_or_partial_csv_is_refused_whole(lab, text, needle):
     good = "agx-orin,resnet18,2,268.8,114.75,204,400,9\n"
@@ -71,7 +71,7 @@ def test_bad_or_partial_csv_is_refused_whole(lab, text, needle):
 def test_a_board_model_without_a_catalog_gets_one_from_the_file(lab):
     text = HEADER + "\nnano-2gb,resnet18,4,1479,921.6,1600,300,7.5\nnano-2gb,resnet18,2,921.6,640,1600,500,5\n"
     with OperatorClient(lab.address) as c:
-        r = c.import_profiles(text, "nano.csv")
+        r = c.import_profiles(text, "nano.csv", allow_new=["nano-2gb"])
         assert list(r.new_board_models) == ["nano-2gb"]
         camp = c.create_campaign(workload="resnet18", board_model="nano-2gb", modes="full")
         assert camp.total == 2 * 2 * 2 * 1  # the catalog is the product of the file's knob values
@@ -85,9 +85,12 @@ def test_real_tx2_grid_imports(lab, shared_data, tmp_path):
 
     files = convert(shared_data / "tx2-xception", tmp_path)
     assert [f.name for f in files] == [f"tx2-xception_{s}.csv" for s in ("200x200", "400x400", "600x600", "800x800")]
-    r = CliRunner().invoke(cli, ["profiles", "import", str(files[0]), "--controller", lab.address, "--output", "json"])
+    args = ["profiles", "import", str(files[0]), "--controller", lab.address, "--output", "json"]
+    refused = CliRunner().invoke(cli, args)   # a workload the controller has never seen: not without saying so
+    assert refused.exit_code == 3 and "--new xception_200x200" in refused.output, refused.output
+    r = CliRunner().invoke(cli, [*args, "--new", "xception_200x200"])   # as the README does it
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["rows"] == 768
+    assert json.loads(r.stdout)["rows"] == 768
     got = lab.do(lambda: lab.lab.controller.store.query_profiles(board_model="tx2", workload="xception_200x200"))
     assert len({g.mode for g in got}) == 768  # the full TX2 grid, every mode in the tx2 catalog
     first = next(g for g in got if g.mode == "1/1113.6/1300.5/1062.4")

@@ -7,15 +7,15 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from jetfleet.agent.device.emulated import EmulatedBoard
 from jetfleet.agent.link import AgentLink
 from jetfleet.cli.main import cli
-from jetfleet.controller.client import OperatorClient
+from jetfleet.client import OperatorClient
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.server import Controller
 from jetfleet.shared.errors import InvalidArgument, PermissionDenied, Unavailable
+from jetfleet.twin.board import EmulatedBoard
 
-from .harness import FAST_AGENT
+from .harness import FAST_AGENT, until
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +31,13 @@ def pki(tmp_path_factory):
         assert r.exit_code == 0, r.output
     assert oct(os.stat(d / "ca.key").st_mode & 0o777) == "0o600"
     r = runner.invoke(cli, ["certs", "init", "--dir", str(d)])
-    assert r.exit_code == 2 and "would invalidate every certificate" in r.output
+    assert r.exit_code == 8 and "would invalidate every certificate" in r.output
     return d, other
 
 
-def run_scenario(pki, agent_cfg, device_id="orin-a", wait_s=2.0):
+def run_scenario(pki, agent_cfg, device_id="orin-a", expect_online=True):
+    """Start a TLS controller and an agent; wait until the agent is online (``expect_online``) or until it has
+    been turned away twice, and report what happened."""
     d, _ = pki
 
     async def scenario():
@@ -48,11 +50,16 @@ def run_scenario(pki, agent_cfg, device_id="orin-a", wait_s=2.0):
             link = AgentLink(EmulatedBoard("agx-orin", 1), cfg)
             stop = asyncio.Event()
             task = asyncio.create_task(link.run(stop))
-            await asyncio.sleep(wait_s)
-            online = device_id in ctl.fleet.devices and ctl.fleet.devices[device_id].online
+
+            def online() -> bool:
+                return device_id in ctl.registry.devices and ctl.registry.devices[device_id].online
+
+            # online, or turned away on two attempts (the third dial means the second ended)
+            await until(online if expect_online else (lambda: link.attempts >= 3), 15, "the agent to settle")
+            was_online = online()
             stop.set()
             await task
-            return online, link
+            return was_online, link
         finally:
             await ctl.stop()
 
@@ -71,7 +78,7 @@ def test_an_agent_with_a_certificate_from_the_lab_ca_connects(pki):
 def test_a_certificate_from_another_ca_is_rejected(pki):
     d, other = pki
     online, link = run_scenario(pki, {"tls_ca": str(d / "ca.crt"), "tls_cert": str(other / "orin-a.crt"),
-                                      "tls_key": str(other / "orin-a.key")}, wait_s=1.0)
+                                      "tls_key": str(other / "orin-a.key")}, expect_online=False)
     assert not online and link.sessions == 0
 
 
@@ -79,12 +86,12 @@ def test_an_agent_without_a_certificate_is_rejected(pki):
     d, _ = pki
     with pytest.raises(InvalidArgument, match="all three"):
         run_scenario(pki, {"tls_ca": str(d / "ca.crt")})
-    online, link = run_scenario(pki, {}, wait_s=1.0)  # plaintext on loopback: the TLS controller does not answer
+    online, link = run_scenario(pki, {}, expect_online=False)  # plaintext on loopback: the TLS controller does not answer
     assert not online and link.sessions == 0
 
 
 def test_a_certificate_name_that_differs_from_the_claimed_id_is_refused(pki):
-    online, link = run_scenario(pki, tls(pki[0], "orin-a"), device_id="orin-b", wait_s=1.0)
+    online, link = run_scenario(pki, tls(pki[0], "orin-a"), device_id="orin-b", expect_online=False)
     assert not online and link.sessions == 0
     assert any(n.code == "PERMISSION_DENIED" and "orin-a" in n.message and "orin-b" in n.message
                for n in link.notices)
@@ -138,6 +145,6 @@ def test_plaintext_off_loopback_is_refused_unless_insecure(tmp_path):
 
 def test_issue_refuses_bad_input(pki, tmp_path):
     r = CliRunner().invoke(cli, ["certs", "issue", "agent", "has space", "--dir", str(pki[0])])
-    assert r.exit_code == 2 and "NAME must be" in r.output
+    assert r.exit_code == 3 and "NAME must match [a-z0-9][a-z0-9._-]{0,63}" in r.output
     r = CliRunner().invoke(cli, ["certs", "issue", "agent", "x", "--dir", str(tmp_path)])
-    assert r.exit_code == 2 and "no CA in" in r.output
+    assert r.exit_code == 4 and "no CA in" in r.output

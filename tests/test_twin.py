@@ -4,11 +4,11 @@ import math
 
 import pytest
 
-from jetfleet.agent.device.emulated import EmulatedBoard
-from jetfleet.agent.device.twin_model import idle_state, steady_state
-from jetfleet.agent.measure import measure_on_twin
-from jetfleet.agent.workloads.registry import WORKLOADS
 from jetfleet.shared.catalog import PowerMode, get_catalog
+from jetfleet.shared.workloads import WORKLOADS
+from jetfleet.twin.board import EmulatedBoard
+from jetfleet.twin.measure import measure_on_twin
+from jetfleet.twin.physics import idle_state, steady_state
 
 ORIN, XAVIER, NANO = get_catalog("agx-orin"), get_catalog("agx-xavier"), get_catalog("orin-nano")
 ANCHORS_MS = {"resnet18": 58, "mobilenet_v3": 96, "yolo_v8n": 190, "bert_base": 940, "lstm": 11}
@@ -69,8 +69,9 @@ def test_power_rises_with_frequency_and_voltage():
 
 
 def test_seeded_runs_replay_and_boards_differ_by_a_few_percent():
-    a = measure_on_twin(EmulatedBoard("agx-orin", 7), "resnet18", ORIN.maxn, 20).summary
-    b = measure_on_twin(EmulatedBoard("agx-orin", 7), "resnet18", ORIN.maxn, 20).summary
+    # the same board clock: sensor noise is keyed by the board's time, so a replay starts at the same instant
+    a = measure_on_twin(EmulatedBoard("agx-orin", 7, clock=lambda: 1e9), "resnet18", ORIN.maxn, 20).summary
+    b = measure_on_twin(EmulatedBoard("agx-orin", 7, clock=lambda: 1e9), "resnet18", ORIN.maxn, 20).summary
     assert a == b
     others = [measure_on_twin(EmulatedBoard("agx-orin", s), "resnet18", ORIN.maxn, 20).summary for s in range(8)]
     times = [o.minibatch_time_median_ms for o in others]
@@ -124,3 +125,26 @@ def test_every_board_model_runs_every_workload():
         for w in WORKLOADS.values():
             s = steady_state(cat, w, cat.maxn)
             assert s.minibatch_s > 0 and s.total_w > idle_state(cat, cat.maxn).total_w
+
+
+def test_a_mode_applied_mid_run_takes_effect_from_the_next_minibatch():
+    """A job's closed loop steps the mode without stopping training: the run goes on at the new mode's pace and power."""
+    board = EmulatedBoard("agx-orin", 4, clock=lambda: 1e9)
+    low = ORIN.presets["15W"]
+
+    def step_after_30(i, t):
+        if i == 29:
+            board.apply_mode(low)
+
+    run = board.run_minibatches("resnet18", 60, on_minibatch=step_after_30)
+    fast, slow = board.expected("resnet18", ORIN.maxn)[0], board.expected("resnet18", low)[0]
+    assert sorted(run.minibatch_times_s[10:30])[10] == pytest.approx(fast, rel=0.1)
+    assert sorted(run.minibatch_times_s[30:])[15] == pytest.approx(slow, rel=0.1)
+    t_step = run.start_s + sum(run.minibatch_times_s[:30])
+    before = board.trace(t_step - 1.0, t_step - 0.1, 0.1)
+    after = board.trace(t_step + 0.5, run.end_s - 0.1, 0.1)
+    assert {(s.cpu_mhz, s.gpu_mhz) for s in before} == {(ORIN.maxn.cpu_mhz, ORIN.maxn.gpu_mhz)}
+    assert {(s.cpu_mhz, s.gpu_mhz) for s in after} == {(low.cpu_mhz, low.gpu_mhz)}
+    mean = lambda ss: sum(s.total_w for s in ss) / len(ss)  # noqa: E731
+    assert mean(after) == pytest.approx(board.expected("resnet18", low)[1], rel=0.05)
+    assert mean(after) < mean(before)

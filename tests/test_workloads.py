@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from jetfleet.agent.workloads.registry import WORKLOADS, characterisations, check_run_args, get_workload
 from jetfleet.shared.errors import InvalidArgument, NotFound
+from jetfleet.shared.workloads import WORKLOADS, characterisations, check_run_args, get_workload
 
 
 def test_registry_names_and_unknown_workload():

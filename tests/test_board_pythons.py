@@ -1,0 +1,129 @@
+"""The agent as a real process on this interpreter (CPython 3.8 and 3.10 under `make test-boards`, the boards'
+Pythons; 3.11 under `make test`) against a controller process on the controller's Python
+($JETFLEET_CONTROLLER_PYTHON, else this one when it is 3.11+): an emulated board, and the real backend
+on a fixture tree with fake nvpmodel/systemctl, stopped by SIGTERM and by SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jetfleet.client import OperatorClient
+
+from .jetson_trees import build_tree, install_tools, snapshot, tool_calls
+
+pytestmark = pytest.mark.boards
+CONTROLLER_PY = os.environ.get("JETFLEET_CONTROLLER_PYTHON") or (sys.executable if sys.version_info >= (3, 11) else "")
+
+
+def wait_for(predicate, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+@pytest.fixture
+def controller(tmp_path):
+    if not CONTROLLER_PY:
+        pytest.skip("no Python 3.11+ for the controller: set JETFLEET_CONTROLLER_PYTHON (make test-boards does)")
+    proc = subprocess.Popen([CONTROLLER_PY, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
+                             "--store", str(tmp_path / "data")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"listening on 127.0.0.1:(\d+)", line)
+        assert m, line + proc.stdout.read() if proc.poll() is not None else line
+        yield f"127.0.0.1:{m.group(1)}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+
+
+def agent(address, *args, env=None):
+    return subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "agent", "run", "--controller", address, *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def online(c, device_id):
+    return any(d.device_id == device_id and d.online for d in c.list_devices())
+
+
+if sys.version_info < (3, 11):   # defined only on the boards' Pythons (not a skip: on 3.11+ the controller runs)
+    def test_the_controller_says_it_needs_python_3_11():
+        out = subprocess.run([sys.executable, "-m", "jetfleet.cli", "controller", "serve"], capture_output=True,
+                             text=True)
+        assert out.returncode == 2 and "the controller needs Python 3.11 or newer" in out.stderr
+
+
+def test_an_emulated_board_served_by_this_python(controller):
+    a = agent(controller, "--device", "emulated:agx-xavier:3", "--speed", "inf", "--id", "xavier-emu")
+    try:
+        with OperatorClient(controller) as c:
+            wait_for(lambda: online(c, "xavier-emu"), 30, "the agent to connect")
+            d = c.get_device("xavier-emu")
+            assert d.software["python"] == platform.python_version()      # this interpreter drives the board
+            assert c.set_mode("xavier-emu", "MODE_15W").confirmed.cores == 4
+            wait_for(lambda: c.get_device("xavier-emu").last_telemetry is not None, 15, "telemetry")
+        table = subprocess.run([sys.executable, "-m", "jetfleet.cli", "devices", "ls", "--controller", controller],
+                               capture_output=True, text=True)   # the CLI's tables on this Python too
+        assert table.returncode == 0 and re.search(r"xavier-emu\s+agx-xavier\s+online\s+4/1190.4", table.stdout), table
+    finally:
+        a.send_signal(signal.SIGTERM)
+        assert a.wait(20) == 0, a.stdout.read()
+
+
+def test_a_real_board_on_the_nvpmodel_route_is_left_as_found_after_sigterm_and_after_sigkill(controller, tmp_path):
+    root = tmp_path / "board"
+    build_tree(root, "orin-jp5")
+    before = snapshot(root)
+    env = {**os.environ, "PATH": install_tools(root)}
+    state = tmp_path / "state"
+    args = ["--device", "auto", "--root", str(root), "--route", "nvpmodel", "--id", "orin-lab", "--state-dir", str(state)]
+    a = agent(controller, *args, env=env)
+    try:
+        with OperatorClient(controller) as c:
+            wait_for(lambda: online(c, "orin-lab"), 30, "the agent to connect")
+            shown = c.get_device("orin-lab")
+            sw = shown.software
+            assert (sw["l4t"], sw["jetpack"], sw["python"]) == ("35.4.1", "5.1.2", platform.python_version())
+            assert (shown.emulated, shown.speed, shown.speed_text) == (False, 1.0, "real time")   # `devices ls`'s SPEED
+            r = c.set_mode("orin-lab", "mode_15w")           # NVIDIA's preset, by the name the board's conf gives it
+            assert (r.confirmed.cores, r.confirmed.cpu_mhz, r.confirmed.gpu_mhz) == (4, 1113.6, 420.75)
+            assert f"nvpmodel -f {root / 'etc/nvpmodel.conf'} -m 1" in tool_calls(root)
+            c.set_mode("orin-lab", "2/1190.4/624.75/665.6")  # any other mode: the papers' custom block
+            assert tool_calls(root)[-1].startswith("systemctl") or tool_calls(root)[-1].endswith("-m 14")
+            assert snapshot(root) != before
+    finally:
+        a.send_signal(signal.SIGTERM)
+        assert a.wait(20) == 0, a.stdout.read()
+    assert snapshot(root) == before                           # SIGTERM: everything put back
+
+    a = agent(controller, *args, env=env)
+    try:
+        with OperatorClient(controller) as c:
+            wait_for(lambda: online(c, "orin-lab"), 30, "the agent to connect")
+            c.set_mode("orin-lab", "4/1497.6/828.75/3199")
+    finally:
+        a.kill()                                              # SIGKILL: no chance to clean up
+        a.wait(20)
+    assert snapshot(root) != before and (state / "found-state.json").exists()
+    a = agent(controller, *args, env=env)                     # the next start restores before it dials
+    try:
+        with OperatorClient(controller) as c:
+            wait_for(lambda: online(c, "orin-lab"), 30, "the agent to reconnect")
+            assert snapshot(root) == before
+            assert not (state / "found-state.json").exists()
+    finally:
+        a.send_signal(signal.SIGTERM)
+        assert a.wait(20) == 0, a.stdout.read()
+    assert snapshot(root) == before

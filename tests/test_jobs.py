@@ -1,0 +1,340 @@
+"""Training jobs end to end on accelerated emulated boards: submit -> profile -> transfer -> choose with
+calibrated bounds -> run -> closed loop -> summary; restarts and vanishing boards never count twice."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from jetfleet.cli.main import cli
+from jetfleet.client import OperatorClient
+from jetfleet.research.powertrain.evaluate import twin_truth
+from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, NotFound
+from jetfleet.shared.proto import operator_pb2 as op
+
+from .harness import LabThread
+
+SPEED = 300.0       # board seconds per wall second: a 10 s power window takes ~33 ms
+NANO = "orin-nano"
+
+
+@pytest.fixture(scope="module")
+def reference_nets():
+    """A small reference (resnet18 on the Orin Nano's 900-mode grid): a value computed once, saved into each lab."""
+    from jetfleet.controller.powertrain import nn as P
+
+    g = twin_truth(NANO, "resnet18", seed=5)
+    return g.modes, P.train_references(g.x, [g.time_ms, g.power_w], epochs=8)
+
+
+def make_lab(tmp_path, reference_nets, boards=1, speed=SPEED):
+    lt = LabThread(str(tmp_path / "data"), []).start()
+    for _ in range(boards):
+        lt.do(lambda: lt.lab.add_agent(NANO, speed=speed))
+    lt.call(lt.lab.wait_online(boards))
+    from jetfleet.controller.powertrain.artifacts import ModelRepo
+
+    modes, (tn, pn) = reference_nets
+    lt.do(lambda: ModelRepo(lt.lab.controller.store).save("reference", NANO, "resnet18", "", modes, tn, pn, {},
+                                                          (0.0, 0.0, 0.0), None))
+    return lt
+
+
+@pytest.fixture
+def lab(tmp_path, reference_nets):
+    lt = make_lab(tmp_path, reference_nets)
+    yield lt
+    lt.close()
+
+
+def cli_json(lab, *args):
+    r = CliRunner().invoke(cli, [*args, "--controller", lab.address, "--output", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def wait_job(lab, job_id, states=("done", "failed", "cancelled"), timeout_s=120.0):
+    with OperatorClient(lab.address) as c:
+        lab.wait(lambda: c.call("GetJob", op.GetJobRequest(job_id=job_id)).state in states, timeout_s,
+                 f"job {job_id} to reach {states}")
+        return c.call("GetJob", op.GetJobRequest(job_id=job_id))
+
+
+def runs_of(lab, job_id):
+    """The training commands the controller sent for a job (the store's command log)."""
+    rec = lab.do(lambda: lab.lab.controller.store.get_job(job_id))
+    store = lab.lab.controller.store
+    return [c for c in (lab.do(lambda i=i: store.get_command(f"{job_id}-r{i}")) for i in range(1, rec.run["seq"] + 1))
+            if c is not None]
+
+
+def test_a_job_profiles_transfers_chooses_runs_and_keeps_its_budget_from_the_cli(lab):
+    r = CliRunner().invoke(cli, ["job", "submit", "--workload", "mobilenet_v3", "--device", "orin-nano-0",
+                                 "--power-budget", "10W", "--minibatches", "1500", "--profile-modes", "12", "--wait",
+                                 "--controller", lab.address])
+    assert r.exit_code == 0, r.output
+    notes = r.stderr.splitlines()      # its id at once, then each state change and the minibatches as plain lines
+    jid = notes[0].split()[1]
+    assert notes[0] == f"job {jid} submitted: fastest under 10 W for mobilenet_v3 on orin-nano-0 — queued"
+    assert any(n.startswith("profiling: profiling ") for n in notes) and any(
+        n.startswith("running: training on orin-nano-0 in ") for n in notes), notes
+    assert any(n.startswith(f"job {jid}: ") and "/1500 (" in n for n in notes), notes
+    assert notes[-1].startswith("done: 1500 minibatches in ") and "\r" not in r.stderr
+    job = cli_json(lab, "job", "show", jid)
+    assert job["state"] == "done", job
+    assert job["minibatches_done"] == 1500 and sum(s["minibatches"] for s in job["segments"]) == 1500
+    assert len(job["campaigns"]) == 1 and job["model_id"].startswith("tra-orin-nano-mobilenet_v3")
+    camp = lab.lab.controller.campaigns.runs[job["campaigns"][0]]
+    assert camp.count("done") == 12                   # k modes profiled, then transferred with calibration
+    choice = job["choice"]
+    assert choice["predicted_power_w"] <= choice["predicted_power_w_hi"] <= 10.0 and choice["confidence"] == 0.9
+    assert job["mean_power_w"] <= 10.0 * 1.01 and job["goal_kept"]
+    assert job["energy_j"] == pytest.approx(sum(s["energy_j"] for s in job["segments"]), rel=1e-3)  # JSON rounds
+    assert job["observed"]["power_w"] <= 10.0 * 1.01
+    model = cli_json(lab, "model", "show", job["model_id"])
+    assert {"time_cv_mape_pct", "power_cv_mape_pct", "time_fit_mape_pct"} <= set(model["metrics"])
+    assert [j["job_id"] for j in cli_json(lab, "job", "ls")] == [job["job_id"]]
+    r = CliRunner().invoke(cli, ["job", "cancel", job["job_id"], "--controller", lab.address])
+    assert r.exit_code == 7 and "is done; only a queued or running job can be cancelled" in r.output
+    text = CliRunner().invoke(cli, ["job", "show", job["job_id"], "--controller", lab.address]).output
+    assert "goal kept" in text and "ran " in text and job["mode"] in text
+
+
+@pytest.fixture(scope="module")
+def target_models(reference_nets):
+    """Calibrated mobilenet_v3 models of the Orin Nano from 30 profiled modes, computed once: ``fair`` from the
+    profiles as measured, ``low`` from profiles whose power was scaled to 80% (its choices draw more than their
+    bounds say, so the closed loop has to act), ``quick`` from profiles whose time was scaled to 75% (its choices
+    run slower than their bounds say)."""
+    from jetfleet.controller.powertrain.calibrate import fit_calibrated_many
+
+    g = twin_truth(NANO, "mobilenet_v3", seed=0)
+    idx = np.random.default_rng(1).choice(len(g.modes), 30, replace=False)
+    modes, (tn, pn) = reference_nets
+    out = {}
+    for name, power_scale, time_scale in (("fair", 1.0, 1.0), ("low", 0.8, 1.0), ("quick", 1.0, 0.75)):
+        ct, cp = (fit_calibrated_many(ref, [(g.x[idx], y[idx])])[0]
+                  for ref, y in ((tn, g.time_ms * time_scale), (pn, g.power_w * power_scale)))
+        out[name] = ([g.modes[i] for i in idx], ct, cp)
+    return out
+
+
+def install(lab, target_models, which="fair"):
+    """Put one of the precomputed target models into the lab's store (as a transfer would have)."""
+    from jetfleet.controller.powertrain.artifacts import ModelRepo
+
+    modes, ct, cp = target_models[which]
+    return lab.do(lambda: ModelRepo(lab.lab.controller.store).save(
+        "transfer", NANO, "mobilenet_v3", "test-reference", modes, ct.net, cp.net, {"power_cv_mape_pct": cp.cv_mape},
+        (0.0, 0.0, 0.0), (ct.calibration, cp.calibration)))
+
+
+def test_the_active_strategy_profiles_in_two_batches_without_idling_the_board(tmp_path, reference_nets):
+    # a mode takes ~1.4 s of wall time: time to choose the second batch while the first one's last modes run,
+    # with room for a loaded machine's slower fit
+    lab = make_lab(tmp_path, reference_nets, speed=4.0)
+    try:
+        job = cli_json(lab, "job", "submit", "--workload", "lstm", "--device", "orin-nano-0", "--min-energy",
+                       "--minibatches", "200", "--profile-modes", "16", "--strategy", "active", "--wait")
+        assert job["state"] == "done" and len(job["campaigns"]) == 2, job
+        first, second = (lab.lab.controller.campaigns.runs[c] for c in job["campaigns"])
+        assert (len(first.modes), len(second.modes)) == (8, 8)
+        assert not set(first.modes) & set(second.modes)
+        assert second.rec.created_s < first.rec.finished_s     # chosen while the first batch was still running
+    finally:
+        lab.close()
+
+
+def test_the_closed_loop_steps_the_mode_down_while_training_continues(lab, target_models):
+    install(lab, target_models, "low")
+    with OperatorClient(lab.address) as c:
+        job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0",
+                                                      power_budget_w=11, minibatches=3000, window_s=5))
+    job = wait_job(lab, job.job_id)
+    assert job.state == "done" and job.minibatches_done == 3000
+    assert job.predicted_power_w_hi <= 11 < job.segments[0].energy_j / job.segments[0].seconds  # the choice drew too much
+    assert 1 <= len(job.steps) <= job.max_steps
+    assert "over the 11 W budget" in job.steps[0].reason and job.steps[0].observed_power_w > 11
+    assert len(runs_of(lab, job.job_id)) == 1       # one training command: the steps went down while it ran
+    assert [s.mode for s in job.segments][1:] == [s.to_mode for s in job.steps]
+    assert job.observed_power_w <= 11 * 1.01 and job.goal_kept
+    assert sum(s.minibatches for s in job.segments) == 3000
+
+
+def test_a_deadline_job_steps_up_when_its_eta_overshoots_and_finishes_in_time(lab, target_models):
+    install(lab, target_models, "quick")
+    with OperatorClient(lab.address) as c:
+        # confidence 0.5: the median bound, so the model's 25% optimism makes the first choice truly late
+        job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0", deadline_s=900,
+                                                      minibatches=3000, window_s=5, confidence=0.5))
+    job = wait_job(lab, job.job_id)
+    assert job.state == "done" and job.minibatches_done == 3000
+    assert job.steps and "overshoots" in job.steps[0].reason
+    assert job.segments[0].seconds / job.segments[0].minibatches > 900 / 3000   # the first choice was too slow
+    assert job.elapsed_s <= 900 * 1.02 and job.goal_kept          # kept within the loop's 2% tolerance
+
+
+def test_controller_restart_mid_run_rejoins_the_same_training(tmp_path, reference_nets, target_models):
+    lab = make_lab(tmp_path, reference_nets, speed=150.0)
+    try:
+        install(lab, target_models)
+        with OperatorClient(lab.address) as c:
+            job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0",
+                                                          power_budget_w=11, minibatches=3000))
+        store = lambda: lab.lab.controller.store  # noqa: E731
+        lab.wait(lambda: lab.do(lambda: store().get_job(job.job_id).minibatches_done) > 200, 60, "durable progress")
+        lab.call(lab.lab.stop_controller())
+        lab.call(lab.lab.start_controller())
+        done = wait_job(lab, job.job_id)
+        assert done.state == "done" and done.minibatches_done == 3000
+        assert len(runs_of(lab, job.job_id)) == 1     # the same agent instance: the same command, rejoined
+        assert sum(s.minibatches for s in done.segments) == 3000
+    finally:
+        lab.close()
+
+
+def test_agent_restart_mid_run_resumes_from_durable_progress_counting_nothing_twice(lab, target_models):
+    install(lab, target_models)
+    agent = lab.lab.agents[0]
+    trained = []          # minibatches the board trained, per run (a stopped run too)
+    original = agent.board.run_minibatches
+
+    def counting(workload, n, on_minibatch=None, **kw):
+        trained.append(0)
+
+        def count(i, t):
+            trained[-1] += 1
+            return on_minibatch(i, t) if on_minibatch else None
+
+        return original(workload, n, on_minibatch=count, **kw)
+
+    agent.board.run_minibatches = counting
+    with OperatorClient(lab.address) as c:
+        job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0",
+                                                      power_budget_w=11, minibatches=3000))
+    store = lab.lab.controller.store
+    lab.wait(lambda: lab.do(lambda: store.get_job(job.job_id).minibatches_done) > 300, 60, "durable progress")
+    lab.call(agent.stop())          # the agent process ends: its training stops with it
+    durable = lab.do(lambda: store.get_job(job.job_id).minibatches_done)
+    lab.do(agent.start)             # a new instance: it remembers nothing
+    done = wait_job(lab, job.job_id)
+    assert done.state == "done" and done.minibatches_done == 3000
+    assert len(runs_of(lab, job.job_id)) == 2
+    assert sum(s.minibatches for s in done.segments) == 3000
+    assert trained[0] >= durable and trained[1] == 3000 - durable   # resumed at the durable count: nothing twice
+
+
+def test_a_board_that_vanishes_mid_run_hands_the_job_to_another_board_of_the_model(tmp_path, reference_nets,
+                                                                                  target_models):
+    lab = make_lab(tmp_path, reference_nets, boards=2, speed=150.0)
+    try:
+        install(lab, target_models)
+        with OperatorClient(lab.address) as c:
+            job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", board_model=NANO,
+                                                          power_budget_w=11, minibatches=3000))
+        store = lab.lab.controller.store
+        lab.wait(lambda: lab.do(lambda: store.get_job(job.job_id).minibatches_done) > 200, 60, "progress")
+        first = lab.do(lambda: store.get_job(job.job_id).run["device_id"])
+        agent = next(a for a in lab.lab.agents if a.device_id == first)
+        lab.do(lambda: agent.task.cancel())   # a crash: the stream is gone
+        done = wait_job(lab, job.job_id)
+        assert done.state == "done" and done.minibatches_done == 3000
+        assert {s.device_id for s in done.segments} == {"orin-nano-0", "orin-nano-1"}
+        assert sum(s.minibatches for s in done.segments) == 3000
+    finally:
+        lab.close()
+
+
+def test_a_job_for_an_offline_board_is_queued_and_runs_when_it_returns(lab, target_models):
+    install(lab, target_models)
+    agent = lab.lab.agents[0]
+    lab.call(agent.stop())
+    lab.wait(lambda: not lab.online("orin-nano-0"), 5, "offline")
+    with OperatorClient(lab.address) as c:
+        job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0",
+                                                      power_budget_w=11, minibatches=500))
+        lab.wait(lambda: "orin-nano-0 offline" in c.call("GetJob", op.GetJobRequest(job_id=job.job_id)).detail, 10,
+                 "queued, saying why")
+        assert c.call("GetJob", op.GetJobRequest(job_id=job.job_id)).state == "queued"
+    lab.do(agent.start)
+    assert wait_job(lab, job.job_id).state == "done"
+
+
+def test_cancel_a_running_job_stops_its_training(lab, target_models):
+    install(lab, target_models)
+    with OperatorClient(lab.address) as c:
+        job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0",
+                                                      power_budget_w=11, minibatches=100_000))
+        lab.wait(lambda: c.call("GetJob", op.GetJobRequest(job_id=job.job_id)).state == "running", 30, "running")
+        registry = lab.lab.controller.metrics.registry
+
+        def series(name: str) -> list[dict[str, str]]:
+            return [smp.labels for m in registry.collect() if m.name == name for smp in m.samples
+                    if smp.labels.get("job_id") == job.job_id]
+
+        # what the alerts read while it runs: one progress timestamp (of its stage) and its power against the budget
+        # (the record says running a moment before its save updates the gauges)
+        lab.wait(lambda: [s["stage"] for s in series("jetfleet_job_last_progress_timestamp_seconds")] == ["running"], 10,
+                 "one progress timestamp, of the running stage")
+        lab.wait(lambda: {s["quantity"] for s in series("jetfleet_job_power_watts")} >= {"observed", "budget"}, 20,
+                 "the job's observed power and budget")
+        cancelled = c.call("CancelJob", op.CancelJobRequest(job_id=job.job_id))
+    assert cancelled.state == "cancelled" and 0 < cancelled.minibatches_done < 100_000
+    # an ended job draws nothing and cannot stall: both go (its progress ratio stays for the dashboard)
+    assert series("jetfleet_job_last_progress_timestamp_seconds") == [] and series("jetfleet_job_power_watts") == []
+    assert series("jetfleet_job_progress_ratio")
+    lab.wait(lambda: lab.lab.agents[0].link.executor.busy == "", 10, "the board to be idle")
+
+
+BAD_JOBS = [
+    (dict(workload="gpt", device_id="orin-nano-0", power_budget_w=10, minibatches=10), NotFound,
+     "unknown workload 'gpt' for orin-nano-0"),
+    (dict(workload="mobilenet_v3", board_model="jetson-tk1", power_budget_w=10, minibatches=10), NotFound,
+     "unknown board model 'jetson-tk1'"),
+    (dict(workload="mobilenet_v3", device_id="ghost", power_budget_w=10, minibatches=10), NotFound, "unknown device"),
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=10, min_energy=True, minibatches=10),
+     InvalidArgument, "exactly one goal"),
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=10), InvalidArgument, "length"),
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=10, minibatches=5, epochs=2,
+          minibatches_per_epoch=3), InvalidArgument, "not both"),
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=10, minibatches=10, confidence=0.999),
+     InvalidArgument, "confidence"),
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=10, minibatches=10, strategy="magic"),
+     InvalidArgument, "strategy 'magic'"),
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=1, minibatches=10), FailedPrecondition,
+     "no mode can run under 1 W: the lowest-power mode is 1/"),
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", deadline_s=10, minibatches=100_000), FailedPrecondition,
+     "no mode can finish 100000 minibatches in 10 s: the fastest, 6/"),
+]
+
+
+def test_bad_jobs_are_refused_naming_the_problem_and_nothing_is_stored(lab, target_models):
+    install(lab, target_models)
+    with OperatorClient(lab.address) as c:
+        for fields, error, needle in BAD_JOBS:
+            with pytest.raises(error, match=needle):
+                c.call("SubmitJob", op.SubmitJobRequest(**fields))
+        assert c.call("ListJobs", op.ListJobsRequest()).jobs == []
+        with pytest.raises(NotFound, match="unknown job"):
+            c.call("GetJob", op.GetJobRequest(job_id="nope"))
+    assert lab.do(lambda: lab.lab.controller.store.list_jobs()) == []
+
+
+def test_a_job_without_any_reference_is_refused(tmp_path):
+    lt = LabThread(str(tmp_path / "data"), [NANO]).start()
+    try:
+        with OperatorClient(lt.address) as c, pytest.raises(NotFound, match="no reference model"):
+            c.call("SubmitJob", op.SubmitJobRequest(workload="lstm", device_id="orin-nano-0", power_budget_w=10,
+                                                    minibatches=100))
+    finally:
+        lt.close()
+
+
+def test_a_repeated_request_id_returns_the_same_job(lab, target_models):
+    install(lab, target_models)
+    req = op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=11, minibatches=300,
+                              request_id="nightly-7")
+    with OperatorClient(lab.address) as c:
+        a, b = c.call("SubmitJob", req), c.call("SubmitJob", req)
+        assert a.job_id == b.job_id == "nightly-7" and len(c.call("ListJobs", op.ListJobsRequest()).jobs) == 1
