@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jetfleet.agent.device.jetson import JetsonBoard, JetsonOptions
+from jetfleet.agent.device.jetson import JetsonBoard, JetsonOptions, detect_model
 from jetfleet.shared.catalog import PowerMode, get_catalog
 from jetfleet.shared.errors import DeviceError, InvalidArgument
 
@@ -128,6 +128,20 @@ def test_unknown_board_and_missing_gpu(tmp_path):
         node.unlink()
     with pytest.raises(DeviceError, match="no devfreq node"):
         JetsonBoard(tmp_path / "b")
+
+
+@pytest.mark.parametrize("dt_model,model", [
+    ("NVIDIA Jetson Nano Developer Kit", "nano"), ("NVIDIA Jetson Nano 2GB Developer Kit", "nano"),
+    ("NVIDIA Jetson Orin Nano Developer Kit", "orin-nano"), ("NVIDIA Jetson Xavier NX Developer Kit", "xavier-nx"),
+    ("Jetson-AGX", "agx-xavier"), ("NVIDIA Jetson AGX Orin Developer Kit", "agx-orin"),
+    ("quill", "tx2")])
+def test_every_board_model_is_detected_from_its_device_tree_model(dt_model, model):
+    class Fs:
+        def read(self, path):
+            assert path == "proc/device-tree/model"
+            return dt_model + "\0"
+
+    assert detect_model(Fs()).model == model
 
 
 PERMISSION_CHILD = """

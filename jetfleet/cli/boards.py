@@ -15,7 +15,7 @@ from jetfleet.shared.catalog import builtin_catalogs, get_catalog
 @output_option
 @handle_errors
 def modes_cmd(board: str, grid: str, output: str) -> None:
-    """List the power modes of BOARD (agx-orin, agx-xavier, orin-nano, tx2)."""
+    """List the power modes of BOARD (agx-orin, agx-xavier, nano, orin-nano, tx2, xavier-nx)."""
     cat = get_catalog(board)
     modes = cat.grid(grid)
     rows = [{"mode": str(m), "cores": m.cores, "cpu_mhz": m.cpu_mhz, "gpu_mhz": m.gpu_mhz,

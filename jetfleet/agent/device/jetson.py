@@ -74,9 +74,11 @@ class JetsonOptions:
 def detect_model(fs: Sysfs) -> Catalog:
     """The built-in catalog whose device-tree match is in ``/proc/device-tree/model``; DeviceError if none is."""
     text = fs.read("proc/device-tree/model")
-    for cat in builtin_catalogs().values():
-        if any(m.lower() in text.lower() for m in cat.device_tree_match):
-            return cat
+    # The longest match wins, so a "Jetson Orin Nano" is never taken for a "Jetson Nano".
+    hits = [(len(m), cat.model) for cat in builtin_catalogs().values() for m in cat.device_tree_match
+            if m.lower() in text.lower()]
+    if hits:
+        return builtin_catalogs()[max(hits)[1]]
     known = ", ".join(sorted(builtin_catalogs()))
     raise DeviceError(f"board {text!r} is not a known Jetson model ({known}); add a catalog file",
                       field="board")
