@@ -18,6 +18,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 
+from jetfleet.agent import roofline
 from jetfleet.agent.device.base import Device
 from jetfleet.agent.energy import EnergyMeter
 from jetfleet.agent.metrics import AgentMetrics
@@ -88,6 +89,9 @@ class CommandExecutor:
             check_command_id(cmd.cancel.target_command_id, "cancel.target_command_id")
         elif kind == "run_profile":
             self._profile_request(cmd).check(self.workloads)
+        elif kind == "run_roofline":
+            self.catalog.validate(mode_from_pb(cmd.run_roofline.mode))
+            roofline.check_request(cmd.run_roofline.seconds, cmd.run_roofline.sample_interval_s)
         else:
             raise InvalidArgument("command has no kind", field="kind")
 
@@ -131,6 +135,8 @@ class CommandExecutor:
                     out.training.CopyFrom(await self._train(cmd))
                 elif kind == "run_profile":
                     out.profile.CopyFrom(await self._profile(cmd))
+                elif kind == "run_roofline":
+                    out.roofline.CopyFrom(await self._roofline(cmd))
         except JetfleetError as e:
             out.ok = False
             out.error.CopyFrom(error_pb(e))
@@ -192,6 +198,18 @@ class CommandExecutor:
             self._cancel.pop(cmd.command_id, None)
         if self.metrics:
             self.metrics.set_mode(mode)
+        return result
+
+    async def _roofline(self, cmd: agent_pb2.Command) -> agent_pb2.RooflineResult:
+        r = cmd.run_roofline
+        mode = self.catalog.validate(mode_from_pb(r.mode))
+        ev = self._cancel[cmd.command_id] = threading.Event()
+        try:
+            result = await to_thread(roofline.measure, self.device, mode, r.seconds, r.sample_interval_s, ev)
+        finally:
+            self._cancel.pop(cmd.command_id, None)
+        if self.metrics:
+            self.metrics.set_mode(mode_from_pb(result.mode))
         return result
 
     def _observer(self, workload: str) -> Callable[[int, float], None] | None:

@@ -21,12 +21,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from jetfleet.agent.device.base import BoardInfo, Capabilities, Device, MinibatchCallback, RunResult, TelemetrySample
+from jetfleet.agent.device.base import (BoardInfo, Capabilities, Device, KernelRun, MinibatchCallback, RunResult,
+                                        TelemetrySample)
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode, Rail, builtin_catalogs, get_catalog
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.workloads import WORKLOADS, WorkloadRegistry, check_run_args, get_workload
-from jetfleet.twin.physics import Steady, idle_state, steady_state
+from jetfleet.twin.physics import Steady, idle_state, kernel_state, spinning_state, steady_state
 
 SETUP_S = 2.5               # model build and DataLoader start-up before the first minibatch
 WARMUP_MINIBATCHES = 5      # cuDNN autotuning, allocator growth: the first minibatches run slower
@@ -171,6 +172,27 @@ class EmulatedBoard(Device):
                 self._replace(seg, _Segment(seg.start_s, seg.work_start_s, ends, seg.steady, seg.mode))
         kept = [float(t) for t in times[:done]]
         return RunResult(spec.name, kept, work_start, work_start + float(np.sum(times[:done])))
+
+    def run_kernel(self, kernel: str, seconds: float) -> KernelRun:
+        """A roofline micro-benchmark on the board's clock (issue 16): the twin's physics of the kernel in the
+        current mode, with this board's variation; its power shows in the samples like a workload's."""
+        if kernel not in ("idle", "compute", "memory"):
+            raise InvalidArgument(f"kernel {kernel[:32]!r} is not one of idle, compute, memory", field="kernel")
+        if not (math.isfinite(seconds) and 0 < seconds <= 3600):
+            raise InvalidArgument(f"seconds={seconds!r} is out of range; allowed (0, 3600]", field="seconds")
+        mode = self._mode
+        if kernel == "idle":
+            steady, flops, nbytes = spinning_state(self.catalog, mode), 0.0, 0.0
+        else:
+            rates = kernel_state(get_catalog(self.model), mode, kernel)
+            steady = rates.steady
+            flops, nbytes = rates.flops_per_s * seconds / self.time_factor, rates.bytes_per_s * seconds / self.time_factor
+        start = self.now_s()
+        seg = _Segment(start, start, (start + seconds,), steady, mode)
+        with self._lock:
+            self._segments = [s for s in self._segments if s.ends[-1] > start - 600.0] + [seg]
+        self._advance(seconds)
+        return KernelRun(kernel, flops, nbytes, start, start + seconds, "twin")
 
     def _steady(self, workload: str, mode: PowerMode, minibatch_size: int, workers: int) -> Steady:
         """The steady state of a workload this board runs (built-ins cached across boards, plugins per board)."""

@@ -140,3 +140,45 @@ def idle_state(catalog: Catalog, mode: PowerMode) -> Steady:
     parts = part_power_w(catalog, mode, gpu_util=0.0, busy_cores=0.03 * mode.cores, mem_gbps=0.2)
     rails = rail_power_w(catalog, parts)
     return Steady(0.0, 0.0, 0.0, 0.0, 0.0, 0.03, 0.2, parts, rails, catalog.total_power_w(rails))
+
+
+# --- issue 16: the Empirical Roofline Toolkit's kernels on the twin ------------------------------------
+ERT_MEMORY_GPU_UTIL = 0.45   # a streaming kernel keeps the SMs' load/store path busy, not their FP units
+
+
+@dataclass(frozen=True)
+class KernelRates:
+    """What one micro-benchmark kernel achieves in a mode: FLOP/s, DRAM bytes/s, and the board's state."""
+
+    flops_per_s: float
+    bytes_per_s: float
+    steady: Steady
+
+
+def kernel_state(catalog: Catalog, mode: PowerMode, kernel: str) -> KernelRates:
+    """The compute-bound kernel (large FP32 matmuls: the FP32 peak the twin's convolutions and matmuls see,
+    cache-resident, a little DRAM traffic) or the bandwidth-bound one (a streaming triad at the DRAM/crossbar
+    limit, 2 FLOPs per 12 bytes), with the power the board draws while it runs. The launching thread spins
+    on one core, as it does for a workload."""
+    hw = catalog.twin
+    fp32 = hw["cuda_cores"] * 2.0 * mode.gpu_mhz * 1e6 * DENSE_EFFICIENCY
+    bw = min(mode.mem_mhz * 1e6 * 2.0 * hw["mem_bus_bytes"], mode.gpu_mhz * 1e6 * hw["gpu_bytes_per_clk"]) \
+        * BANDWIDTH_EFFICIENCY
+    if kernel == "compute":
+        flops, nbytes, util = fp32, fp32 / 512.0, 1.0       # an N=4096 SGEMM tile loop: ~512 FLOPs per DRAM byte
+    elif kernel == "memory":
+        flops, nbytes, util = bw * 2.0 / 12.0, bw, ERT_MEMORY_GPU_UTIL
+    else:
+        raise ValueError(f"kernel must be compute or memory, got {kernel!r}")
+    gbps = nbytes / 1e9
+    parts = part_power_w(catalog, mode, gpu_util=util, busy_cores=1.0, mem_gbps=gbps)
+    rails = rail_power_w(catalog, parts)
+    steady = Steady(1.0, 1.0, 0.0, 0.0, util, 1.0 / mode.cores, gbps, parts, rails, catalog.total_power_w(rails))
+    return KernelRates(flops, nbytes, steady)
+
+
+def spinning_state(catalog: Catalog, mode: PowerMode) -> Steady:
+    """The board with the benchmark's host thread spinning on one core and the GPU idle: pi0's window."""
+    parts = part_power_w(catalog, mode, gpu_util=0.0, busy_cores=1.0, mem_gbps=0.2)
+    rails = rail_power_w(catalog, parts)
+    return Steady(0.0, 0.0, 0.0, 0.0, 0.0, 1.0 / mode.cores, 0.2, parts, rails, catalog.total_power_w(rails))

@@ -64,6 +64,18 @@ class RunResult:
     end_s: float
 
 
+@dataclass(frozen=True)
+class KernelRun:
+    """One micro-benchmark kernel run (issue 16): the work it did, on the board's clock."""
+
+    kernel: str                     # "idle" (the host thread spins, GPU idle), "compute" or "memory"
+    flops: float                    # FLOPs done
+    dram_bytes: float               # DRAM bytes moved
+    start_s: float
+    end_s: float
+    method: str                     # "twin" or "torch-cuda"
+
+
 # Called after each minibatch with (index, seconds); returning True ends the run after it.
 MinibatchCallback = Callable[[int, float], Optional[bool]]  # typing.Callable: subscripted at run time (3.8)
 
@@ -119,6 +131,11 @@ class Device(abc.ABC):
     def run_minibatches(self, workload: str, n: int, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
                         workers: int = defaults.WORKERS, on_minibatch: MinibatchCallback | None = None) -> RunResult:
         """Train ``n`` minibatches of a registered workload (fewer if ``on_minibatch`` returns True)."""
+
+    def run_kernel(self, kernel: str, seconds: float) -> KernelRun:
+        """Run one of the Empirical Roofline Toolkit's kernels for about ``seconds`` (issue 16): ``idle`` (the
+        host thread spins, nothing on the GPU), ``compute`` (dense FP32 matmuls) or ``memory`` (a streaming triad)."""
+        raise DeviceError(f"{type(self).__name__} cannot run roofline micro-benchmarks", field="kernel")
 
     def trace(self, t0_s: float, t1_s: float, period_s: float) -> list[TelemetrySample]:
         """The samples a sampler every ``period_s`` would have taken from t0 to t1 on the board's clock.

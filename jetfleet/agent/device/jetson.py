@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from jetfleet.agent.device.base import BoardInfo, Device, MinibatchCallback, RunResult, TelemetrySample
+from jetfleet.agent.device.base import BoardInfo, Device, KernelRun, MinibatchCallback, RunResult, TelemetrySample
 from jetfleet.agent.device.fan import Fan
 from jetfleet.agent.device.jtop_source import JtopFactory, JtopTelemetry, default_jtop
 from jetfleet.agent.device.nvpmodel import PAPERS_ID, NvpModel, preset_mode
@@ -266,6 +266,18 @@ class JetsonBoard(Device):
         times = run_training(workload, n, minibatch_size=minibatch_size, workers=workers,
                              on_minibatch=on_minibatch, plugin=self.plugins.get(workload))
         return RunResult(workload, times, start, time.time())
+
+    def run_kernel(self, kernel: str, seconds: float) -> KernelRun:
+        """A roofline micro-benchmark with torch on this board's GPU (torch is imported only now)."""
+        from jetfleet.agent.workloads.ert import run
+
+        if kernel not in ("idle", "compute", "memory"):
+            raise InvalidArgument(f"kernel {kernel[:32]!r} is not one of idle, compute, memory", field="kernel")
+        try:
+            flops, nbytes, start, end = run(kernel, seconds)
+        except RuntimeError as e:
+            raise DeviceError(f"roofline {kernel} kernel failed: {e}", field="kernel") from e
+        return KernelRun(kernel, flops, nbytes, start, end, "torch-cuda")
 
     def close(self) -> None:
         """Stop the telemetry source and put the board back as it was found (DeviceError if that failed)."""

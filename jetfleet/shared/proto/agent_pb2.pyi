@@ -127,7 +127,7 @@ class ProfileResult(_message.Message):
     def __init__(self, workload: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., power: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ..., steady_state_found: bool = ..., window_start_s: _Optional[float] = ..., window_end_s: _Optional[float] = ..., power_columns: _Optional[_Union[_common_pb2.SampleColumns, _Mapping]] = ...) -> None: ...
 
 class CommandResult(_message.Message):
-    __slots__ = ("command_id", "ok", "error", "confirmed_mode", "training", "profile", "cancelled", "parts")
+    __slots__ = ("command_id", "ok", "error", "confirmed_mode", "training", "profile", "cancelled", "roofline", "parts")
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     OK_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +135,7 @@ class CommandResult(_message.Message):
     TRAINING_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    ROOFLINE_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     command_id: str
     ok: bool
@@ -143,8 +144,9 @@ class CommandResult(_message.Message):
     training: TrainingResult
     profile: ProfileResult
     cancelled: bool
+    roofline: RooflineResult
     parts: int
-    def __init__(self, command_id: _Optional[str] = ..., ok: bool = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., confirmed_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., training: _Optional[_Union[TrainingResult, _Mapping]] = ..., profile: _Optional[_Union[ProfileResult, _Mapping]] = ..., cancelled: bool = ..., parts: _Optional[int] = ...) -> None: ...
+    def __init__(self, command_id: _Optional[str] = ..., ok: bool = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., confirmed_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., training: _Optional[_Union[TrainingResult, _Mapping]] = ..., profile: _Optional[_Union[ProfileResult, _Mapping]] = ..., cancelled: bool = ..., roofline: _Optional[_Union[RooflineResult, _Mapping]] = ..., parts: _Optional[int] = ...) -> None: ...
 
 class ResultPart(_message.Message):
     __slots__ = ("command_id", "index", "minibatch_times_s", "power")
@@ -239,15 +241,51 @@ class Cancel(_message.Message):
     def __init__(self, target_command_id: _Optional[str] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("command_id", "set_mode", "run_training", "run_profile", "cancel")
+    __slots__ = ("command_id", "set_mode", "run_training", "run_profile", "cancel", "run_roofline")
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     SET_MODE_FIELD_NUMBER: _ClassVar[int]
     RUN_TRAINING_FIELD_NUMBER: _ClassVar[int]
     RUN_PROFILE_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
+    RUN_ROOFLINE_FIELD_NUMBER: _ClassVar[int]
     command_id: str
     set_mode: SetMode
     run_training: RunTraining
     run_profile: RunProfile
     cancel: Cancel
-    def __init__(self, command_id: _Optional[str] = ..., set_mode: _Optional[_Union[SetMode, _Mapping]] = ..., run_training: _Optional[_Union[RunTraining, _Mapping]] = ..., run_profile: _Optional[_Union[RunProfile, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ...) -> None: ...
+    run_roofline: RunRoofline
+    def __init__(self, command_id: _Optional[str] = ..., set_mode: _Optional[_Union[SetMode, _Mapping]] = ..., run_training: _Optional[_Union[RunTraining, _Mapping]] = ..., run_profile: _Optional[_Union[RunProfile, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., run_roofline: _Optional[_Union[RunRoofline, _Mapping]] = ...) -> None: ...
+
+class RunRoofline(_message.Message):
+    __slots__ = ("mode", "seconds", "sample_interval_s")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
+    mode: _common_pb2.PowerMode
+    seconds: float
+    sample_interval_s: float
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., seconds: _Optional[float] = ..., sample_interval_s: _Optional[float] = ...) -> None: ...
+
+class RooflineResult(_message.Message):
+    __slots__ = ("mode", "peak_flops", "peak_bytes_per_s", "idle_w", "compute_w", "memory_w", "compute_bytes_per_s", "memory_flops", "samples", "method")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PEAK_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    PEAK_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    IDLE_W_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_W_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_W_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    mode: _common_pb2.PowerMode
+    peak_flops: float
+    peak_bytes_per_s: float
+    idle_w: float
+    compute_w: float
+    memory_w: float
+    compute_bytes_per_s: float
+    memory_flops: float
+    samples: int
+    method: str
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., idle_w: _Optional[float] = ..., compute_w: _Optional[float] = ..., memory_w: _Optional[float] = ..., compute_bytes_per_s: _Optional[float] = ..., memory_flops: _Optional[float] = ..., samples: _Optional[int] = ..., method: _Optional[str] = ...) -> None: ...

@@ -666,3 +666,77 @@ class CancelJobRequest(_message.Message):
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class RooflineRequest(_message.Message):
+    __slots__ = ("board_model", "workload", "modes", "measure", "device_id", "seconds", "minibatch_size", "phase")
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MODES_FIELD_NUMBER: _ClassVar[int]
+    MEASURE_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    board_model: str
+    workload: str
+    modes: _containers.RepeatedScalarFieldContainer[str]
+    measure: bool
+    device_id: str
+    seconds: float
+    minibatch_size: int
+    phase: str
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., modes: _Optional[_Iterable[str]] = ..., measure: bool = ..., device_id: _Optional[str] = ..., seconds: _Optional[float] = ..., minibatch_size: _Optional[int] = ..., phase: _Optional[str] = ...) -> None: ...
+
+class RooflinePoint(_message.Message):
+    __slots__ = ("mode", "mode_name", "peak_flops", "peak_bytes_per_s", "eps_flop_j", "eps_byte_j", "pi0_w", "idle_w", "measured_s", "device_id", "method", "workload_flops", "workload_bytes", "time_s", "energy_j", "memory_bound")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    MODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PEAK_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    PEAK_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    EPS_FLOP_J_FIELD_NUMBER: _ClassVar[int]
+    EPS_BYTE_J_FIELD_NUMBER: _ClassVar[int]
+    PI0_W_FIELD_NUMBER: _ClassVar[int]
+    IDLE_W_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_S_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TIME_S_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BOUND_FIELD_NUMBER: _ClassVar[int]
+    mode: _common_pb2.PowerMode
+    mode_name: str
+    peak_flops: float
+    peak_bytes_per_s: float
+    eps_flop_j: float
+    eps_byte_j: float
+    pi0_w: float
+    idle_w: float
+    measured_s: float
+    device_id: str
+    method: str
+    workload_flops: float
+    workload_bytes: float
+    time_s: float
+    energy_j: float
+    memory_bound: bool
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., eps_flop_j: _Optional[float] = ..., eps_byte_j: _Optional[float] = ..., pi0_w: _Optional[float] = ..., idle_w: _Optional[float] = ..., measured_s: _Optional[float] = ..., device_id: _Optional[str] = ..., method: _Optional[str] = ..., workload_flops: _Optional[float] = ..., workload_bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., memory_bound: bool = ...) -> None: ...
+
+class RooflineResponse(_message.Message):
+    __slots__ = ("board_model", "workload", "points", "measured", "intensity", "phase", "minibatch_size")
+    BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_FIELD_NUMBER: _ClassVar[int]
+    INTENSITY_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    board_model: str
+    workload: str
+    points: _containers.RepeatedCompositeFieldContainer[RooflinePoint]
+    measured: int
+    intensity: float
+    phase: str
+    minibatch_size: int
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., points: _Optional[_Iterable[_Union[RooflinePoint, _Mapping]]] = ..., measured: _Optional[int] = ..., intensity: _Optional[float] = ..., phase: _Optional[str] = ..., minibatch_size: _Optional[int] = ...) -> None: ...

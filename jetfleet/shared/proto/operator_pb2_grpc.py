@@ -140,6 +140,11 @@ class OperatorStub(object):
                 request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.TransferModelRequest.SerializeToString,
                 response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelProgress.FromString,
                 )
+        self.Roofline = channel.unary_unary(
+                '/jetfleet.v1.Operator/Roofline',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineResponse.FromString,
+                )
 
 
 class OperatorServicer(object):
@@ -304,6 +309,14 @@ class OperatorServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Roofline(self, request, context):
+        """issue 16 (Pagoda): time and energy rooflines per power mode, measured on a board and stored per
+        (board model, mode); with a workload, its FLOPs and bytes per minibatch and T and E in every mode.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OperatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -431,6 +444,11 @@ def add_OperatorServicer_to_server(servicer, server):
                     servicer.TransferModelStream,
                     request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.TransferModelRequest.FromString,
                     response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelProgress.SerializeToString,
+            ),
+            'Roofline': grpc.unary_unary_rpc_method_handler(
+                    servicer.Roofline,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -864,5 +882,22 @@ class Operator(object):
         return grpc.experimental.unary_stream(request, target, '/jetfleet.v1.Operator/TransferModelStream',
             jetfleet_dot_shared_dot_proto_dot_operator__pb2.TransferModelRequest.SerializeToString,
             jetfleet_dot_shared_dot_proto_dot_operator__pb2.ModelProgress.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Roofline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetfleet.v1.Operator/Roofline',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
