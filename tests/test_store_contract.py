@@ -10,7 +10,8 @@ from dataclasses import asdict
 
 import pytest
 
-from jetfleet.controller.store import CampaignRecord, CommandRecord, DeviceRecord, Event, ModeState, open_store
+from jetfleet.controller.store import (CampaignRecord, CommandRecord, DeviceRecord, Event, ModeState, RooflineRecord,
+                                       open_store)
 from jetfleet.shared.errors import AlreadyExists, InvalidArgument, StoreUnavailable
 
 
@@ -177,6 +178,37 @@ def test_documents_by_kind_in_insertion_order(store_spec):
     s.put_doc("model", "m2", {"v": 3})  # replaced, keeps its place
     assert s.list_docs("model") == [{"v": 3}, {"v": 2}] and s.get_doc("model", "m1") == {"v": 2}
     assert s.get_doc("model", "nope") is None and s.list_docs("decision") == [{"x": True}]
+    s.close()
+
+
+def _roofline(model="nano", mode="4/1479/921.6/1600", peak=1.4e11, **kw):
+    return RooflineRecord(board_model=model, mode=mode, peak_flops=peak, peak_bytes_per_s=1.8e10, idle_w=3.2,
+                          compute_w=7.1, memory_w=6.2, compute_bytes_per_s=2.8e8, memory_flops=3e9, eps_flop_j=2.7e-11,
+                          eps_byte_j=1.6e-10, pi0_w=3.2, device_id="nano-0", method="twin", measured_s=10.0, samples=48,
+                          **kw)
+
+
+def test_rooflines_per_board_model_and_mode_replaced_by_a_new_measurement(store_spec):
+    s = open_store(store_spec)
+    s.put_roofline(_roofline(mode="4/1479/921.6/1600"))
+    s.put_roofline(_roofline(mode="2/918/614.4/1600", peak=9.6e10))
+    s.put_roofline(_roofline(model="xavier-nx", mode="6/1907.2/1109.25/1866", peak=5.2e11))
+    s.put_roofline(_roofline(mode="4/1479/921.6/1600", peak=1.5e11))   # measured again: replaces
+    nano = s.get_rooflines("nano")
+    assert [(r.mode, r.peak_flops) for r in nano] == [("2/918/614.4/1600", 9.6e10), ("4/1479/921.6/1600", 1.5e11)]
+    assert nano[1] == _roofline(peak=1.5e11)
+    assert [r.board_model for r in s.get_rooflines("xavier-nx")] == ["xavier-nx"] and s.get_rooflines("tx2") == []
+    s.close()
+    assert len(open_store(store_spec).get_rooflines("nano")) == 2    # durable across a reopen
+
+
+@pytest.mark.parametrize("field,value", [("peak_flops", 0.0), ("idle_w", math.nan), ("eps_byte_j", -1e-12),
+                                         ("board_model", "")])
+def test_an_impossible_roofline_is_refused_and_nothing_is_written(store_spec, field, value):
+    s = open_store(store_spec)
+    with pytest.raises(InvalidArgument) as e:
+        s.put_roofline(RooflineRecord(**{**asdict(_roofline()), field: value}))
+    assert e.value.field == field and s.get_rooflines("nano") == []
     s.close()
 
 

@@ -13,10 +13,12 @@ from jetfleet.controller.store.base import (
     JobRecord,
     ModeState,
     ProfileRecord,
+    RooflineRecord,
     Store,
 )
 
-__all__ = ["CampaignRecord", "CommandRecord", "DeviceRecord", "Event", "JobRecord", "ModeState", "ProfileRecord", "Store",
+__all__ = ["CampaignRecord", "CommandRecord", "DeviceRecord", "Event", "JobRecord", "ModeState", "ProfileRecord", "RooflineRecord",
+           "Store",
            "open_store"]
 
 

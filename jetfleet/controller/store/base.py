@@ -173,6 +173,43 @@ class JobRecord:
     finished_s: float = 0.0
 
 
+@dataclass
+class RooflineRecord:
+    """One power mode's measured rooflines (issue 16): the ERT kernels' rates and the three windows' power,
+    with the energy constants fitted from them. Keyed by (board model, mode); a new measurement replaces it."""
+
+    board_model: str
+    mode: str                      # CORES/CPU/GPU/MEM
+    peak_flops: float
+    peak_bytes_per_s: float
+    idle_w: float
+    compute_w: float
+    memory_w: float
+    compute_bytes_per_s: float
+    memory_flops: float
+    eps_flop_j: float
+    eps_byte_j: float
+    pi0_w: float
+    device_id: str
+    method: str                    # twin or torch-cuda
+    measured_s: float
+    samples: int = 0
+
+    def check(self) -> RooflineRecord:
+        """InvalidArgument naming the first field that is not a positive finite number (or a missing key)."""
+        if not self.board_model or not self.mode:
+            raise InvalidArgument("a roofline needs a board model and a mode", field="board_model")
+        for name in ("peak_flops", "peak_bytes_per_s", "idle_w", "compute_w", "memory_w"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InvalidArgument(f"roofline {name}={v!r} must be a positive number", field=name)
+        for name in ("eps_flop_j", "eps_byte_j", "pi0_w", "compute_bytes_per_s", "memory_flops"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise InvalidArgument(f"roofline {name}={v!r} must be a number >= 0", field=name)
+        return self
+
+
 class Store(abc.ABC):
     """The controller's durable state: boards, commands, events, campaigns, profiles, catalogs and documents."""
 
@@ -292,6 +329,15 @@ class Store(abc.ABC):
     def advance_job(self, job_id: str, run_id: str, minibatches_done: int, energy_j: float, elapsed_s: float) -> bool:
         """Record progress of the job's training command ``run_id``, atomically and only forward: nothing is
         written (False) unless ``run_id`` is the job's current one and neither count goes back."""
+
+    # --- rooflines (issue 16) -------------------------------------------------------------------
+    @abc.abstractmethod
+    def put_roofline(self, rec: RooflineRecord) -> None:
+        """Insert or replace the roofline of (board model, mode), after ``rec.check()``."""
+
+    @abc.abstractmethod
+    def get_rooflines(self, board_model: str) -> list[RooflineRecord]:
+        """Every stored roofline of a board model, by mode string."""
 
     # --- documents (model artifacts, decisions) ----------------------------------------------
     @abc.abstractmethod

@@ -23,6 +23,7 @@ from jetfleet.controller.store.base import (
     Event,
     ModeState,
     ProfileRecord,
+    RooflineRecord,
     Store,
 )
 from jetfleet.controller.store.jobs_redis import RedisJobs
@@ -310,6 +311,16 @@ class RedisStore(RedisJobs, Store):
         """The model's catalog, or None."""
         raw = self._call(self.r.get, f"{self.p}:catalog:{model}")
         return json.loads(raw) if raw else None
+
+    def put_roofline(self, rec: RooflineRecord) -> None:
+        """HSET of the mode's field in the board model's roofline hash."""
+        rec.check()
+        self._call(self.r.hset, f"{self.p}:roofline:{rec.board_model}", rec.mode, json.dumps(asdict(rec)))
+
+    def get_rooflines(self, board_model: str) -> list[RooflineRecord]:
+        """The board model's hash, by mode string."""
+        raw = self._call(self.r.hgetall, f"{self.p}:roofline:{board_model}")
+        return [RooflineRecord(**json.loads(v)) for _k, v in sorted(raw.items())]
 
     def put_doc(self, kind: str, doc_id: str, doc: dict[str, Any]) -> None:
         """SET of the document; the sequence number of its first insertion keeps its place in ``list_docs``."""

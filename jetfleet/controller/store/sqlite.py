@@ -7,6 +7,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,17 @@ from jetfleet.controller.store.base import (
     Event,
     ModeState,
     ProfileRecord,
+    RooflineRecord,
     Store,
 )
 from jetfleet.controller.store.jobs_sqlite import JOBS_SCHEMA, SqliteJobs
 from jetfleet.controller.store.raw import raw_from_column
 from jetfleet.shared.errors import AlreadyExists, StoreUnavailable
 
+ROOFLINES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rooflines (
+  board_model TEXT NOT NULL, mode TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (board_model, mode));
+"""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS devices (
   device_id TEXT PRIMARY KEY, model TEXT NOT NULL, serial TEXT NOT NULL, software TEXT NOT NULL,
@@ -75,7 +81,7 @@ class SqliteStore(SqliteJobs, Store):
         with self._locked():
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(SCHEMA + JOBS_SCHEMA)
+            self._db.executescript(SCHEMA + JOBS_SCHEMA + ROOFLINES_SCHEMA)
 
     @property
     def url(self) -> str:
@@ -301,6 +307,17 @@ class SqliteStore(SqliteJobs, Store):
         """The model's catalog, or None."""
         rows = self._rows("SELECT catalog FROM catalogs WHERE model=?", (model,))
         return json.loads(rows[0][0]) if rows else None
+
+    def put_roofline(self, rec: RooflineRecord) -> None:
+        """INSERT OR REPLACE of the (board model, mode) row."""
+        rec.check()
+        self._exec("INSERT OR REPLACE INTO rooflines (board_model, mode, doc) VALUES (?,?,?)",
+                   (rec.board_model, rec.mode, json.dumps(asdict(rec))))
+
+    def get_rooflines(self, board_model: str) -> list[RooflineRecord]:
+        """The board model's rows, by mode string."""
+        return [RooflineRecord(**json.loads(r[0])) for r in
+                self._rows("SELECT doc FROM rooflines WHERE board_model=? ORDER BY mode", (board_model,))]
 
     def put_doc(self, kind: str, doc_id: str, doc: dict[str, Any]) -> None:
         """Insert the document, or replace it in place (it keeps its position in ``list_docs``)."""
