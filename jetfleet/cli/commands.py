@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profiles": ("jetfleet.cli.profiling:profiles_group", "Stored profiles, as CSV (board_model,workload,cpu_cores,"
                  "cpu_mhz,gpu_mhz,mem_mhz,minibatch_time_ms,power_w)."),
     "prometheus": ("jetfleet.cli.observe:prometheus_group", "Prometheus integration."),
+    "roofline": ("jetfleet.cli.roofline:roofline",
+                 "Time and energy rooflines of a board model's power modes (Pagoda), a workload placed on them."),
     "telemetry": ("jetfleet.cli.devices:telemetry_group", "Live telemetry."),
     "top": ("jetfleet.cli.top:top", "A live view of the fleet: boards, state, mode, power per rail, temperatures, "
             "running jobs and campaigns."),

@@ -14,6 +14,7 @@ from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.jobs import JobManager
 from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import LiveDevice, Registry
+from jetfleet.controller.roofline import RooflineService
 from jetfleet.controller.store import ProfileRecord
 from jetfleet.controller.telemetry import TelemetryHub
 from jetfleet.shared.bounds import check_id
@@ -35,6 +36,7 @@ class OperatorService:
                  models: ModelService, jobs: JobManager, *, max_message_bytes: int = 4 * 1024 * 1024) -> None:
         self.registry, self.telemetry, self.router = registry, telemetry, router
         self.campaigns, self.models, self.jobs = campaigns, models, jobs
+        self.rooflines = RooflineService(registry, router, campaigns)
         self.max_message_bytes = max_message_bytes
 
     def device_pb(self, d: LiveDevice, *, with_catalog: bool = False) -> operator_pb2.Device:

@@ -172,6 +172,12 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
         return await self.service.models.optimize(request)
 
     @rpc
+    async def Roofline(self, request: operator_pb2.RooflineRequest,  # noqa: N802
+                       context: grpc.aio.ServicerContext) -> operator_pb2.RooflineResponse:
+        """Serve `jetfleet roofline`: stored (or freshly measured) rooflines per mode, a workload placed on them."""
+        return await self.service.rooflines.roofline(request)
+
+    @rpc
     async def CreateCampaign(self, request: operator_pb2.CreateCampaignRequest,  # noqa: N802
                              context: grpc.aio.ServicerContext) -> operator_pb2.Campaign:
         """Serve `jetfleet profile start`: create a profiling campaign and start it."""

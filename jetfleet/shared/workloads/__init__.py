@@ -91,6 +91,13 @@ def characterisation(name: str) -> dict[str, Any]:
     return characterisations()[name]
 
 
+def inference_characterisation(name: str) -> dict[str, Any] | None:
+    """The forward-only cost figures of a registered workload, when the characterisation has them (its
+    ``inference`` entry); None otherwise (Pagoda's rule then applies: inference = training / 3)."""
+    found: dict[str, Any] | None = characterisation(name).get("inference")
+    return found
+
+
 class WorkloadRegistry:
     """The workloads one board runs: the built-ins plus the plugins installed on it, each with its cost
     figures; plugins that failed to load are kept in ``broken`` (name -> why) and not offered."""

@@ -1,0 +1,82 @@
+"""Pagoda's time and energy rooflines per power mode (issue 16): ``roofline``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jetfleet.shared.convert import mode_from_pb
+from jetfleet.shared.proto import operator_pb2
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One mode's rooflines (peak FLOP/s, DRAM bytes/s, the energy constants) and, when a workload was named,
+    that workload in the mode: its FLOPs and bytes per minibatch, roofline time T (s) and energy E (J)."""
+
+    mode: str
+    mode_name: str
+    peak_flops: float
+    peak_bytes_per_s: float
+    eps_flop_j: float
+    eps_byte_j: float
+    pi0_w: float
+    idle_w: float
+    measured_s: float
+    device_id: str
+    method: str
+    workload_flops: float
+    workload_bytes: float
+    time_s: float
+    energy_j: float
+    memory_bound: bool
+
+    @property
+    def ridge(self) -> float:
+        """The arithmetic intensity (FLOPs per byte) where the roof turns from bandwidth to compute."""
+        return self.peak_flops / self.peak_bytes_per_s
+
+    @classmethod
+    def from_pb(cls, p: operator_pb2.RooflinePoint) -> RooflinePoint:
+        return cls(str(mode_from_pb(p.mode)), p.mode_name, p.peak_flops, p.peak_bytes_per_s, p.eps_flop_j,
+                   p.eps_byte_j, p.pi0_w, p.idle_w, p.measured_s, p.device_id, p.method, p.workload_flops,
+                   p.workload_bytes, p.time_s, p.energy_j, p.memory_bound)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "ridge": self.ridge}
+
+
+@dataclass(frozen=True)
+class Rooflines:
+    """A board model's rooflines per mode, with a workload placed on them (``workload`` '' when none)."""
+
+    board_model: str
+    workload: str
+    phase: str
+    minibatch_size: int
+    intensity: float           # the workload's FLOPs per byte
+    measured: int              # modes this call measured
+    points: list[RooflinePoint]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"board_model": self.board_model, "workload": self.workload, "phase": self.phase,
+                "minibatch_size": self.minibatch_size, "intensity": self.intensity, "measured": self.measured,
+                "points": [p.to_dict() for p in self.points]}
+
+
+class RooflineMethods:
+    """Rooflines: ``roofline``."""
+
+    _unary: Any
+
+    def roofline(self, board_model: str, *, workload: str = "", modes: list[str] | None = None, measure: bool = False,
+                 device_id: str = "", seconds: float = 0.0, minibatch_size: int = 0,
+                 phase: str = "training") -> Rooflines:
+        """The stored rooflines of ``modes`` (all stored ones when None) of ``board_model``; ``measure``: measure
+        the missing ones first on ``device_id`` (or any online board of the model), ``seconds`` per kernel."""
+        req = operator_pb2.RooflineRequest(board_model=board_model, workload=workload, modes=list(modes or []),
+                                           measure=measure, device_id=device_id, seconds=seconds,
+                                           minibatch_size=minibatch_size, phase=phase)
+        r = self._unary("Roofline", req, 3600)
+        return Rooflines(r.board_model, r.workload, r.phase, r.minibatch_size, r.intensity, r.measured,
+                         [RooflinePoint.from_pb(p) for p in r.points])

@@ -1,0 +1,130 @@
+"""The two roofline figures a paper would print: the time roofline (attainable FLOP/s against arithmetic
+intensity, log-log, one roof per power mode, workloads as points at their intensity and achieved FLOP/s) and
+the energy roofline (energy per FLOP against intensity, one curve per mode, workloads as points).
+
+Inputs are plain dicts (``RooflinePoint.to_dict()`` rows and workload rows), so the CLI, the client and the
+evaluation share them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MARKERS = "osD^v<>pP*Xh"
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _label(mode: dict[str, Any]) -> str:
+    name = mode.get("mode_name") or ""
+    return f"{name} ({mode['mode']})" if name else str(mode["mode"])
+
+
+def _intensity_range(modes: Sequence[dict[str, Any]], workloads: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    ridges = [m["peak_flops"] / m["peak_bytes_per_s"] for m in modes]
+    pts = [w["intensity"] for w in workloads if w.get("intensity", 0) > 0]
+    lo = min(ridges + pts) / 30.0
+    hi = max(ridges + pts) * 30.0
+    return lo, hi
+
+
+def time_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[dict[str, Any]], title: str) -> Any:
+    """Attainable GFLOP/s = min(peak, I x BW) per mode against I (FLOPs/byte), log-log. ``workloads``: rows with
+    ``label``, ``intensity``, ``mode`` (which roof they sit under) and ``achieved_flops`` (W / T, FLOP/s)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    lo, hi = _intensity_range(modes, workloads)
+    x = np.logspace(np.log10(lo), np.log10(hi), 200)
+    colours = plt.cm.viridis(np.linspace(0.0, 0.9, max(1, len(modes))))
+    by_mode = {}
+    for c, m in zip(colours, modes):
+        y = np.minimum(m["peak_flops"], x * m["peak_bytes_per_s"]) / 1e9
+        ax.plot(x, y, "-", c=c, lw=1.6, label=f"{_label(m)}: {m['peak_flops'] / 1e9:.0f} GFLOP/s, "
+                f"{m['peak_bytes_per_s'] / 1e9:.1f} GB/s")
+        by_mode[m["mode"]] = c
+    for i, w in enumerate(workloads):
+        ax.scatter([w["intensity"]], [w["achieved_flops"] / 1e9], marker=MARKERS[i % len(MARKERS)], s=46,
+                   c=[by_mode.get(w.get("mode"), "k")], edgecolors="k", linewidths=0.7, zorder=3,
+                   label=f"{w['label']} (I = {w['intensity']:.1f} FLOP/B)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity I (FLOP/byte of DRAM traffic, log)")
+    ax.set_ylabel("attainable performance (GFLOP/s, log)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="major", ls=":", lw=0.6)
+    ax.legend(fontsize=6.5, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[dict[str, Any]], title: str) -> Any:
+    """Energy per FLOP (pJ/FLOP) of a kernel at intensity I running at the roof, per mode:
+    e(I) = eps_flop + eps_byte / I + pi0 / min(peak, I x BW), log-log; ``workloads``: rows with ``label``,
+    ``intensity``, ``mode`` and ``energy_per_flop_j`` (E / W)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    lo, hi = _intensity_range(modes, workloads)
+    x = np.logspace(np.log10(lo), np.log10(hi), 200)
+    colours = plt.cm.viridis(np.linspace(0.0, 0.9, max(1, len(modes))))
+    by_mode = {}
+    for c, m in zip(colours, modes):
+        perf = np.minimum(m["peak_flops"], x * m["peak_bytes_per_s"])
+        e = m["eps_flop_j"] + m["eps_byte_j"] / x + m["pi0_w"] / perf
+        ax.plot(x, e * 1e12, "-", c=c, lw=1.6, label=f"{_label(m)}: eps_flop {m['eps_flop_j'] * 1e12:.1f} pJ, "
+                f"eps_byte {m['eps_byte_j'] * 1e12:.0f} pJ, pi0 {m['pi0_w']:.1f} W")
+        by_mode[m["mode"]] = c
+    for i, w in enumerate(workloads):
+        ax.scatter([w["intensity"]], [w["energy_per_flop_j"] * 1e12], marker=MARKERS[i % len(MARKERS)], s=46,
+                   c=[by_mode.get(w.get("mode"), "k")], edgecolors="k", linewidths=0.7, zorder=3, label=w["label"])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity I (FLOP/byte of DRAM traffic, log)")
+    ax.set_ylabel("energy per FLOP (pJ/FLOP, log)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="major", ls=":", lw=0.6)
+    ax.legend(fontsize=6.5, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Any, path: Path) -> None:
+    """Write a figure (PNG, PDF or SVG by the suffix) and close it."""
+    plt = _pyplot()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def energy_path(path: Path) -> Path:
+    """Where the energy roofline goes beside the time roofline ``path``: NAME-energy.SUFFIX."""
+    return path.with_name(f"{path.stem}-energy{path.suffix or '.png'}")
+
+
+def plot_rooflines(points: Sequence[dict[str, Any]], workload_rows: Sequence[dict[str, Any]], path: Path,
+                   title: str) -> tuple[Path, Path]:
+    """The time roofline at ``path`` and the energy roofline beside it; returns both paths."""
+    save(time_roofline_figure(points, workload_rows, f"time roofline: {title}"), path)
+    epath = energy_path(path)
+    save(energy_roofline_figure(points, workload_rows, f"energy roofline: {title}"), epath)
+    return path, epath
+
+
+def workload_rows(points: Sequence[dict[str, Any]], workload: str) -> list[dict[str, Any]]:
+    """The workload as one point per mode (from ``RooflinePoint.to_dict()`` rows that carry it)."""
+    rows = []
+    for p in points:
+        if p.get("workload_flops", 0) > 0 and p.get("time_s", 0) > 0:
+            rows.append({"label": f"{workload} @ {p.get('mode_name') or p['mode']}", "mode": p["mode"],
+                         "intensity": p["workload_flops"] / p["workload_bytes"],
+                         "achieved_flops": p["workload_flops"] / p["time_s"],
+                         "energy_per_flop_j": p["energy_j"] / p["workload_flops"]})
+    return rows

@@ -1,0 +1,99 @@
+"""Pagoda's rooflines end to end (issue 16): the agent runs the ERT kernels on an emulated board, the controller
+fits the energy constants and stores them per (board model, mode), the CLI places a workload on them and plots."""
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from jetfleet.agent.roofline import measure
+from jetfleet.cli.main import cli
+from jetfleet.shared.catalog import get_catalog
+from jetfleet.shared.errors import InvalidArgument
+from jetfleet.shared.roofline import fit_energy, roofline_energy_j, roofline_time_s, workload_cost
+from jetfleet.shared.workloads import characterisation
+from jetfleet.twin.board import EmulatedBoard
+
+from .harness import LabThread
+
+
+def test_the_kernels_measure_the_roofs_the_twin_is_built_on_and_the_fit_recovers_its_power():
+    board = EmulatedBoard("xavier-nx", seed=3)
+    cat = get_catalog("xavier-nx")
+    fast, slow = cat.parse_mode("MODE_20W_6CORE"), cat.parse_mode("MODE_10W_4CORE")
+    a, b = measure(board, fast), measure(board, slow)
+    hw = cat.twin
+    # FP32 peak scales with the GPU clock (1109.25 vs 510 MHz), bandwidth with EMC (1866 vs 1600) or the GPU side.
+    assert a.peak_flops / b.peak_flops == pytest.approx(1109.25 / 510, rel=1e-6)
+    assert a.peak_flops < hw["cuda_cores"] * 2 * 1109.25e6 and a.peak_bytes_per_s < 1866e6 * 2 * hw["mem_bus_bytes"]
+    assert a.idle_w < a.memory_w < a.compute_w and a.samples >= 3 * 15
+    fit = fit_energy(idle_w=a.idle_w, compute_w=a.compute_w, memory_w=a.memory_w, peak_flops=a.peak_flops,
+                     compute_bytes_per_s=a.compute_bytes_per_s, peak_bytes_per_s=a.peak_bytes_per_s,
+                     memory_flops=a.memory_flops)
+    # The fitted model gives back both kernels' mean power.
+    for flops, nbytes, watts in ((a.peak_flops, a.compute_bytes_per_s, a.compute_w),
+                                 (a.memory_flops, a.peak_bytes_per_s, a.memory_w)):
+        assert roofline_energy_j(flops, nbytes, 1.0, fit) == pytest.approx(watts, rel=1e-6)
+    assert fit.eps_flop_j > 0 and fit.eps_byte_j > 0 and fit.pi0_w == a.idle_w
+
+
+def test_time_roofline_and_workload_cost():
+    assert roofline_time_s(2e9, 1e8, 1e12, 1e10) == pytest.approx(0.01)    # memory-bound: Q / BW
+    assert roofline_time_s(2e10, 1e8, 1e12, 1e10) == pytest.approx(0.02)   # compute-bound: W / peak
+    w16, q16 = workload_cost(characterisation("resnet18"), 16)
+    w32, q32 = workload_cost(characterisation("resnet18"), 32)
+    assert w32 == pytest.approx(2 * w16) and q32 == pytest.approx(2 * q16)
+    wi, qi = workload_cost(characterisation("resnet18"), 16, "inference")
+    assert wi == pytest.approx(w16 / 3) and qi == pytest.approx(q16 / 3)
+    with pytest.raises(InvalidArgument) as e:
+        workload_cost(characterisation("resnet18"), 16, "serving")
+    assert e.value.field == "phase" and "training, inference" in str(e.value)
+
+
+def test_roofline_measured_stored_placed_and_plotted_from_the_cli(tmp_path):
+    lt = LabThread(str(tmp_path / "data"), ["nano"]).start()
+    try:
+        run = lambda *a: CliRunner().invoke(cli, [*a, "--controller", lt.address])  # noqa: E731
+        r = run("roofline", "--board-model", "nano", "--workload", "resnet18", "--mode", "MAXN", "--mode", "5W")
+        assert r.exit_code != 0 and "no roofline stored for nano" in r.output and "--measure" in r.output
+        plot = tmp_path / "nano.png"
+        r = run("roofline", "--board-model", "nano", "--workload", "resnet18", "--mode", "MAXN", "--mode", "5W",
+                "--measure", "--plot", str(plot), "--output", "json")
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.output)
+        assert d["measured"] == 2 and [p["mode_name"] for p in d["points"]] == ["MAXN", "5W"]
+        maxn, low = d["points"]
+        assert maxn["peak_flops"] > low["peak_flops"] and maxn["method"] == "twin" and maxn["device_id"] == "nano-0"
+        for p in d["points"]:
+            t = max(p["workload_flops"] / p["peak_flops"], p["workload_bytes"] / p["peak_bytes_per_s"])
+            assert p["time_s"] == pytest.approx(t)
+            assert p["energy_j"] == pytest.approx(p["eps_flop_j"] * p["workload_flops"] + p["eps_byte_j"]
+                                                  * p["workload_bytes"] + p["pi0_w"] * t)
+        assert plot.stat().st_size > 10_000 and (tmp_path / "nano-energy.png").stat().st_size > 10_000
+        stored = lt.do(lambda: lt.registry.store.get_rooflines("nano"))
+        assert sorted(x.mode for x in stored) == ["2/918/614.4/1600", "4/1479/921.6/1600"]
+        # Stored now: read back without measuring; every stored mode when none is named.
+        r = run("roofline", "--board-model", "nano", "--output", "json")
+        assert r.exit_code == 0 and json.loads(r.output)["measured"] == 0 and len(json.loads(r.output)["points"]) == 2
+        r = run("roofline", "--board-model", "nano", "--workload", "resnet18", "--mode", "5W")
+        assert r.exit_code == 0 and "5W" in r.output and "T MS" in r.output
+        # Bad input names the field and changes nothing.
+        for args, what in ((("--mode", "4/1479/900/1600"), "gpu_mhz"), (("--workload", "vgg"), "vgg"),
+                           (("--seconds", "-1", "--measure"), "seconds"),
+                           (("--device", "nano-9", "--measure", "--mode", "10W"), "nano-9")):
+            r = run("roofline", "--board-model", "nano", *args)
+            assert r.exit_code != 0 and what in r.output, r.output
+        assert len(lt.do(lambda: lt.registry.store.get_rooflines("nano"))) == 2
+    finally:
+        lt.close()
+
+
+def test_nano_and_xavier_nx_are_anchored_on_their_published_maxima():
+    nano, nx = get_catalog("nano"), get_catalog("xavier-nx")
+    assert (max(nano.cores), max(nano.cpu_mhz), max(nano.gpu_mhz), max(nano.mem_mhz)) == (4, 1479, 921.6, 1600)
+    assert len(nano.cpu_mhz) == 15 and len(nano.gpu_mhz) == 12 and nano.twin["cuda_cores"] == 128
+    assert (max(nx.cores), len(nx.cpu_mhz), len(nx.gpu_mhz), nx.twin["cuda_cores"]) == (6, 25, 15, 384)
+    assert math.isclose(max(nx.gpu_mhz), 1109.25) and 1600 in nx.mem_mhz
+    assert set(nano.presets) == {"MAXN", "10W", "5W"} and {"MODE_10W_2CORE", "MODE_15W_6CORE",
+                                                          "MODE_20W_6CORE"} <= set(nx.presets)
