@@ -120,6 +120,12 @@ class Device(abc.ABC):
                         workers: int = defaults.WORKERS, on_minibatch: MinibatchCallback | None = None) -> RunResult:
         """Train ``n`` minibatches of a registered workload (fewer if ``on_minibatch`` returns True)."""
 
+    @abc.abstractmethod
+    def run_inference(self, workload: str, n: int, *, batch_size: int = 1,
+                      on_batch: MinibatchCallback | None = None) -> RunResult:
+        """Serve ``n`` forward passes of ``batch_size`` requests of a registered workload back to back (fewer if
+        ``on_batch`` returns True); ``minibatch_times_s`` holds each batch's latency (issue 15)."""
+
     def trace(self, t0_s: float, t1_s: float, period_s: float) -> list[TelemetrySample]:
         """The samples a sampler every ``period_s`` would have taken from t0 to t1 on the board's clock.
 
