@@ -77,6 +77,18 @@ def test_installed_plugins_join_the_registry_and_a_broken_one_is_reported(instal
         reg.get("wobbly")
 
 
+def test_a_plugin_is_served_for_inference_from_its_own_forward_pass(installed):
+    from jetfleet.twin.board import EmulatedBoard
+
+    reg = installed.registry
+    assert "squeezenet" in reg.inference_names()
+    board = EmulatedBoard("agx-orin", 0, workloads=reg)
+    one, _ = board.expected_inference("squeezenet", board.catalog.maxn, batch_size=1)
+    many, watts = board.expected_inference("squeezenet", board.catalog.maxn, batch_size=64)
+    assert 0 < one < many and 15 < watts < 60
+    assert len(board.run_inference("squeezenet", 3, batch_size=8).minibatch_times_s) == 3
+
+
 def test_a_plugin_trains_for_real(installed):
     from jetfleet.agent.workloads.training import run_training
 

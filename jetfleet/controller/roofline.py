@@ -25,7 +25,8 @@ from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, NotFound
 from jetfleet.shared.proto import agent_pb2, operator_pb2
 from jetfleet.shared.roofline import (DEFAULT_KERNEL_S, MAX_KERNEL_S, EnergyFit, check_phase, fit_energy, roofline_energy_j,
                                       roofline_time_s, workload_cost)
-from jetfleet.shared.workloads import MAX_MINIBATCH_SIZE, WORKLOADS, characterisation, inference_characterisation
+from jetfleet.shared.workloads import MAX_MINIBATCH_SIZE, WORKLOADS, characterisation
+from jetfleet.shared.workloads.inference import check_batch_size, inference_characterisation
 
 MAX_MODES = 500    # modes one call may name (each measured one costs 3 x seconds of board time)
 
@@ -65,8 +66,10 @@ def workload_cost_of(workload: str, minibatch_size: int, phase: str) -> tuple[fl
     if workload not in WORKLOADS:
         raise NotFound(f"no analytical cost model for workload {workload[:64]!r}; built in: "
                        f"{', '.join(sorted(WORKLOADS))}", field="workload")
-    return workload_cost(characterisation(workload), minibatch_size, phase,
-                         inference_characterisation(workload) if phase == "inference" else None)
+    if phase == "inference":
+        check_batch_size(minibatch_size, "minibatch_size")
+        return workload_cost(characterisation(workload), minibatch_size, phase, inference_characterisation(workload))
+    return workload_cost(characterisation(workload), minibatch_size, phase)
 
 
 class RooflineService:

@@ -81,23 +81,30 @@ def check_phase(phase: str) -> str:
 
 def workload_cost(char: Mapping[str, Any], minibatch_size: int, phase: str = "training",
                   inference: Mapping[str, Any] | None = None) -> tuple[float, float]:
-    """(FLOPs, DRAM bytes) of one minibatch from a characterisation (``char``: a training step's).
+    """(FLOPs, DRAM bytes) of one minibatch (training) or one served batch (inference).
 
-    Q is the ideal traffic of the analytical per-operator model: every kernel's inputs and outputs once
-    (matmul/conv bins plus the memory-bound kernels), not the cache-dependent re-reads. ``inference``: a
-    forward-only characterisation when one exists; otherwise inference = training / 3 (Pagoda)."""
+    ``char``: a training step's characterisation; ``inference``: the workload's forward-pass characterisation
+    by batch size ({"by_batch": {"1": cost, ...}}, issue 15), interpolated between characterised sizes. Q is
+    the ideal traffic of the analytical per-operator model: every kernel's inputs and outputs once (matmul/conv
+    bins plus the memory-bound kernels), not the cache-dependent re-reads. Without a forward-pass
+    characterisation, inference = training / 3 (Pagoda's rule)."""
+    from jetfleet.shared.workloads.inference import bracket
+
     phase = check_phase(phase)
     if minibatch_size < 1:
         raise InvalidArgument(f"minibatch_size={minibatch_size} must be >= 1", field="minibatch_size")
 
-    def of(c: Mapping[str, Any]) -> tuple[float, float]:
-        scale = minibatch_size / float(c["minibatch_size"])
+    def of(c: Mapping[str, Any], size: int) -> tuple[float, float]:
+        scale = size / float(c["minibatch_size"])
         nbytes = sum(b for _f, b, _n in list(c["conv_bins"]) + list(c["matmul_bins"])) + float(c["memory_bytes"])
         return float(c["flops"]) * scale, nbytes * scale
 
     if phase == "inference" and inference is not None:
-        return of(inference)
-    w, q = of(char)
+        lo, hi, w = bracket(minibatch_size)
+        a = of(inference["by_batch"][str(lo)], lo)
+        b = of(inference["by_batch"][str(hi)], hi) if w else a
+        return (1 - w) * a[0] + w * b[0], (1 - w) * a[1] + w * b[1]
+    wt, qt = of(char, minibatch_size)
     if phase == "inference":
-        return w / TRAINING_PER_INFERENCE, q / TRAINING_PER_INFERENCE
-    return w, q
+        return wt / TRAINING_PER_INFERENCE, qt / TRAINING_PER_INFERENCE
+    return wt, qt

@@ -27,6 +27,8 @@ from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode, Rail, builtin_catalogs, get_catalog
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.workloads import WORKLOADS, WorkloadRegistry, check_run_args, get_workload
+from jetfleet.shared.workloads.inference import check_batch_size
+from jetfleet.twin.inference import inference_state
 from jetfleet.twin.physics import Steady, idle_state, kernel_state, spinning_state, steady_state
 
 SETUP_S = 2.5               # model build and DataLoader start-up before the first minibatch
@@ -136,26 +138,64 @@ class EmulatedBoard(Device):
         mode without stopping training): the run continues as a new segment at the new mode's pace and power."""
         spec = self.workloads.get(workload)
         check_run_args(n, minibatch_size, workers)
+        return self._run(spec.name, n, lambda m: self._steady(spec.name, m, minibatch_size, workers), SETUP_S,
+                         on_minibatch)
+
+    def run_inference(self, workload: str, n: int, *, batch_size: int = 1,
+                      on_batch: MinibatchCallback | None = None) -> RunResult:
+        """Serve ``n`` forward passes of ``batch_size`` requests back to back (fewer if ``on_batch`` returns True),
+        on the board's clock with the same warm-up, jitter and mid-run mode changes as training; each entry
+        of ``minibatch_times_s`` is one batch's latency. The model is loaded already (a serving process keeps
+        it), so there is no start-up time."""
+        check_batch_size(batch_size)
+        check_run_args(n, 1, 0)
+        self.workloads.inference_characterisation(workload)
+        return self._run(workload, n, lambda m: self._inference_steady(workload, m, batch_size), 0.0, on_batch)
+
+    def expected_inference(self, workload: str, mode: PowerMode, *, batch_size: int = 1) -> tuple[float, float]:
+        """This board's noiseless steady state serving ``workload`` in ``mode``: (seconds per forward pass of
+        ``batch_size`` requests, board power W while passes run back to back), board variation included."""
+        check_batch_size(batch_size)
+        steady = self._inference_steady(workload, self.catalog.validate(mode), batch_size)
+        return steady.minibatch_s * self.time_factor, steady.total_w * self.power_factor
+
+    def idle_power_w(self, mode: PowerMode) -> float:
+        """This board's noiseless power in ``mode`` with nothing running (W)."""
+        return _idle(self.model, self.catalog.validate(mode)).total_w * self.power_factor
+
+    def _inference_steady(self, workload: str, mode: PowerMode, batch_size: int) -> Steady:
+        key = ("inference:" + workload, mode, batch_size, 0)
+        steady = self._plugin_steady.get(key)
+        if steady is None:
+            if len(self._plugin_steady) > 65536:
+                self._plugin_steady.clear()
+            steady = self._plugin_steady[key] = inference_state(
+                get_catalog(self.model), mode, self.workloads.inference_characterisation(workload), batch_size)
+        return steady
+
+    def _run(self, name: str, n: int, steady_of: Callable[[PowerMode], Steady], setup_s: float,
+             on_step: MinibatchCallback | None) -> RunResult:
+        """``n`` steps (minibatches or forward passes) at ``steady_of(mode)``'s pace, re-read when the mode changes."""
         mode = self._mode
-        steady = self._steady(spec.name, mode, minibatch_size, workers)
+        steady = steady_of(mode)
         with self._lock:
             self._runs += 1
             run = self._runs
         factors = self._factors(n, run)
         times = steady.minibatch_s * self.time_factor * factors
         start = self.now_s()
-        work_start = start + SETUP_S
+        work_start = start + setup_s
         seg = _Segment(start, work_start, tuple(work_start + np.cumsum(times)), steady, mode)
         first = 0       # the run's first minibatch in ``seg``
         with self._lock:
             self._segments = [s for s in self._segments if s.ends[-1] > start - 600.0] + [seg]
-        self._advance(SETUP_S)
+        self._advance(setup_s)
         done = 0
         try:
             for i in range(n):
                 if self._mode != seg.mode:   # stepped between minibatches: a new segment from here
                     mode = self._mode
-                    steady = self._steady(spec.name, mode, minibatch_size, workers)
+                    steady = steady_of(mode)
                     times[i:] = steady.minibatch_s * self.time_factor * factors[i:]
                     now = seg.ends[i - first - 1] if i > first else seg.work_start_s
                     nxt = _Segment(now, now, tuple(now + np.cumsum(times[i:])), steady, mode)
@@ -164,14 +204,14 @@ class EmulatedBoard(Device):
                     seg, first = nxt, i
                 self._advance(float(times[i]))
                 done = i + 1
-                if on_minibatch is not None and on_minibatch(i, float(times[i])):
+                if on_step is not None and on_step(i, float(times[i])):
                     break
         finally:
             if done < n:  # stopped early (asked to, or cancelled): the board is idle after the last one
                 ends = seg.ends[:done - first] or (seg.work_start_s,)
                 self._replace(seg, _Segment(seg.start_s, seg.work_start_s, ends, seg.steady, seg.mode))
         kept = [float(t) for t in times[:done]]
-        return RunResult(spec.name, kept, work_start, work_start + float(np.sum(times[:done])))
+        return RunResult(name, kept, work_start, work_start + float(np.sum(times[:done])))
 
     def run_kernel(self, kernel: str, seconds: float) -> KernelRun:
         """A roofline micro-benchmark on the board's clock (issue 16): the twin's physics of the kernel in the

@@ -33,3 +33,16 @@ def measure_on_twin(board: EmulatedBoard, workload: str, mode: PowerMode, miniba
     t0 = run.start_s + sum(run.minibatch_times_s[:skip])
     power = board.trace(t0, run.end_s, sample_period_s)
     return Measurement(mode, run, power, summarise(kept, [s.total_w for s in power]))
+
+
+def measure_inference_on_twin(board: EmulatedBoard, workload: str, mode: PowerMode, batches: int = defaults.MINIBATCHES,
+                              *, batch_size: int = 1, skip: int = 5,
+                              sample_period_s: float = defaults.SAMPLE_INTERVAL_S) -> Measurement:
+    """``measure_on_twin`` for inference: ``skip + batches`` forward passes of ``batch_size`` requests back to
+    back, the last ``batches`` kept (their latencies in the summary's minibatch columns) with their power."""
+    board.apply_mode(mode)
+    run = board.run_inference(workload, skip + batches, batch_size=batch_size)
+    kept = run.minibatch_times_s[skip:]
+    t0 = run.start_s + sum(run.minibatch_times_s[:skip])
+    power = board.trace(t0, run.end_s, min(sample_period_s, max(1e-3, (run.end_s - t0) / 4)))
+    return Measurement(mode, run, power, summarise(kept, [s.total_w for s in power]))

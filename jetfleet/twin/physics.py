@@ -51,7 +51,8 @@ def voltage(freq: float, table: tuple[float, ...], volt: list[float] | tuple[flo
 
 
 def _gpu_time_s(char: Mapping[str, Any], scale: float, gpu_mhz: float, mem_mhz: float,
-                hw: Mapping[str, Any]) -> tuple[float, float]:
+                hw: Mapping[str, Any], dense_efficiency: float = DENSE_EFFICIENCY,
+                bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY) -> tuple[float, float]:
     """Per-kernel-class roofline. Returns (GPU busy seconds, DRAM bytes moved).
 
     Within a kernel, compute and memory traffic overlap imperfectly: t = max(c, m) + k * min(c, m).
@@ -59,10 +60,10 @@ def _gpu_time_s(char: Mapping[str, Any], scale: float, gpu_mhz: float, mem_mhz: 
     matmuls in FP32 (PyTorch's default). DRAM traffic is the ideal input+output bytes times a
     board factor for cache re-reads (a small L2 re-reads more). Bandwidth is the lesser of DRAM's
     (EMC clock x 2 transfers x bus width) and the GPU side's (GPU clock x bytes per clock)."""
-    fp32 = hw["cuda_cores"] * 2.0 * gpu_mhz * 1e6 * DENSE_EFFICIENCY
+    fp32 = hw["cuda_cores"] * 2.0 * gpu_mhz * 1e6 * dense_efficiency
     peaks = {"conv_bins": fp32 * float(hw.get("tensor_core_conv_speedup", 1.0)), "matmul_bins": fp32}
     # The GPU side also limits bandwidth: its L2/crossbar moves a fixed number of bytes per GPU clock.
-    bw = min(mem_mhz * 1e6 * 2.0 * hw["mem_bus_bytes"], gpu_mhz * 1e6 * hw["gpu_bytes_per_clk"]) * BANDWIDTH_EFFICIENCY
+    bw = min(mem_mhz * 1e6 * 2.0 * hw["mem_bus_bytes"], gpu_mhz * 1e6 * hw["gpu_bytes_per_clk"]) * bandwidth_efficiency
     traffic = float(hw.get("dram_traffic_factor", 1.0))
     t = 0.0
     moved = 0.0

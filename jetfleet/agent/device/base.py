@@ -137,6 +137,12 @@ class Device(abc.ABC):
         host thread spins, nothing on the GPU), ``compute`` (dense FP32 matmuls) or ``memory`` (a streaming triad)."""
         raise DeviceError(f"{type(self).__name__} cannot run roofline micro-benchmarks", field="kernel")
 
+    @abc.abstractmethod
+    def run_inference(self, workload: str, n: int, *, batch_size: int = 1,
+                      on_batch: MinibatchCallback | None = None) -> RunResult:
+        """Serve ``n`` forward passes of ``batch_size`` requests of a registered workload back to back (fewer if
+        ``on_batch`` returns True); ``minibatch_times_s`` holds each batch's latency (issue 15)."""
+
     def trace(self, t0_s: float, t1_s: float, period_s: float) -> list[TelemetrySample]:
         """The samples a sampler every ``period_s`` would have taken from t0 to t1 on the board's clock.
 

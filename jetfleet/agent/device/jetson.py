@@ -279,6 +279,16 @@ class JetsonBoard(Device):
             raise DeviceError(f"roofline {kernel} kernel failed: {e}", field="kernel") from e
         return KernelRun(kernel, flops, nbytes, start, end, "torch-cuda")
 
+    def run_inference(self, workload: str, n: int, *, batch_size: int = 1,
+                      on_batch: MinibatchCallback | None = None) -> RunResult:
+        """Serve ``n`` batches with torch on this board (eval mode, no_grad); each entry is one batch's latency."""
+        from jetfleet.agent.workloads.inference import run_inference  # torch only when serving
+
+        start = time.time()
+        times = run_inference(workload, n, batch_size=batch_size, on_batch=on_batch,
+                              plugin=self.plugins.get(workload))
+        return RunResult(workload, times, start, time.time())
+
     def close(self) -> None:
         """Stop the telemetry source and put the board back as it was found (DeviceError if that failed)."""
         try:

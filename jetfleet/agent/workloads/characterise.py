@@ -115,9 +115,16 @@ def characterise(name: str, minibatch_size: int = defaults.MINIBATCH_SIZE,
     with counter, _OpRecorder(counter) as rec:
         training_loss(name, model(x), y, plugin).backward()
         opt.step()
+    recurrent_ops, fused, fused_bytes = _fused_recurrent_kernels(model, x)
+    return _summarise(rec.ops, model, minibatch_size, f"{s.kind} {s.size}", recurrent_ops, fused, fused_bytes)
+
+
+def _summarise(ops: list[tuple[str, float, float]], model: torch.nn.Module, batch: int, input_text: str,
+               recurrent_ops: int, fused: int, fused_bytes: float) -> dict[str, Any]:
+    """Recorded ops -> kernels, FLOPs, bytes and FLOPs by intensity (the twin's input)."""
     bins = {cls: [[0.0, 0.0, 0] for _ in INTENSITY_EDGES[:-1]] for cls in ("conv", "matmul")}
     memory_bytes, memory_kernels = 0.0, 0
-    for op, f, b in rec.ops:
+    for op, f, b in ops:
         if f <= 0:
             memory_bytes += b
             memory_kernels += 1
@@ -127,13 +134,12 @@ def characterise(name: str, minibatch_size: int = defaults.MINIBATCH_SIZE,
         bins[cls][i][0] += f
         bins[cls][i][1] += b
         bins[cls][i][2] += 1
-    recurrent_ops, fused, fused_bytes = _fused_recurrent_kernels(model, x)
     params = sum(p.numel() * p.element_size() for p in model.parameters())
     return {
-        "minibatch_size": minibatch_size,
-        "input": f"{s.kind} {s.size}",
-        "kernels": len(rec.ops) - recurrent_ops + fused,
-        "flops": float(sum(f for _, f, _ in rec.ops)),
+        "minibatch_size": batch,
+        "input": input_text,
+        "kernels": len(ops) - recurrent_ops + fused,
+        "flops": float(sum(f for _, f, _ in ops)),
         "param_bytes": float(params),
         "memory_kernels": memory_kernels,
         "memory_bytes": memory_bytes - fused_bytes,
@@ -143,18 +149,72 @@ def characterise(name: str, minibatch_size: int = defaults.MINIBATCH_SIZE,
     }
 
 
+def _fused_recurrent_forward(model: torch.nn.Module, x: torch.Tensor) -> tuple[int, int, float]:
+    """``_fused_recurrent_kernels`` for a forward pass: cuDNN's inference LSTM is an input GEMM and a
+    persistent recurrent kernel per layer."""
+    ops = kernels = 0
+    elementwise = 0.0
+    for mod in model.modules():
+        if isinstance(mod, (torch.nn.LSTM, torch.nn.GRU)):
+            emb = torch.randn(x.shape[0], x.shape[1], mod.input_size, device="meta")
+            counter = FlopCounterMode(display=False)
+            with torch.no_grad(), counter, _OpRecorder(counter) as rec:
+                mod(emb)
+            ops += len(rec.ops)
+            kernels += 2 * mod.num_layers
+            elementwise += sum(b for _, f, b in rec.ops if f <= 0)
+    return ops, kernels, elementwise
+
+
+def characterise_inference(name: str, batch_size: int, plugin: WorkloadPlugin | None = None) -> dict[str, Any]:
+    """What one forward pass (eval mode, no autograd) of ``name`` (or a plugin's workload) costs for a batch of
+    ``batch_size`` requests at the served input shape (``jetfleet.shared.workloads.inference``)."""
+    from jetfleet.shared.workloads.inference import input_size
+
+    s = shapes(name, 1.0, plugin)
+    size = input_size(name, s.size) if plugin is None else s.size
+    with torch.device("meta"):
+        model = build_model(name, 1.0, plugin).eval()
+        if s.kind == "image":
+            x = torch.randn(batch_size, 3, size, size)
+        else:
+            x = torch.randint(0, s.classes, (batch_size, size))
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter, _OpRecorder(counter) as rec:
+        model(x)
+    recurrent_ops, fused, fused_bytes = _fused_recurrent_forward(model, x)
+    return _summarise(rec.ops, model, batch_size, f"{s.kind} {size}", recurrent_ops, fused, fused_bytes)
+
+
+def characterise_inference_sizes(name: str, plugin: WorkloadPlugin | None = None) -> dict[str, Any]:
+    """The forward-pass cost of ``name`` at every characterised batch size."""
+    from jetfleet.shared.workloads.inference import CHARACTERISED_BATCH_SIZES
+
+    by = {str(b): characterise_inference(name, b, plugin) for b in CHARACTERISED_BATCH_SIZES}
+    return {"input": by["1"]["input"], "by_batch": by}
+
+
+def characterise_inference_all() -> dict[str, dict[str, Any]]:
+    """The forward-pass characterisation of every registered workload, by name."""
+    return {name: characterise_inference_sizes(name) for name in sorted(WORKLOADS)}
+
+
 def characterise_all() -> dict[str, dict[str, Any]]:
     """The characterisation of every registered workload at its own minibatch size, by name."""
     return {name: characterise(name, WORKLOADS[name].minibatch_size) for name in sorted(WORKLOADS)}
 
 
 def main(argv: list[str]) -> int:
-    """Rewrite characterisation.json; with ``--check``, write nothing and return 1 if the file is stale (else 0)."""
-    out = Path(shared_workloads.__file__).with_name("characterisation.json")
-    text = json.dumps(characterise_all(), indent=1, sort_keys=True) + "\n"
+    """Rewrite characterisation.json and inference_characterisation.json; with ``--check``, write nothing and
+    return 1 if either is stale (else 0)."""
+    here = Path(shared_workloads.__file__).parent
+    files = {here / "characterisation.json": characterise_all,
+             here / "inference_characterisation.json": characterise_inference_all}
+    texts = {path: json.dumps(make(), indent=1, sort_keys=True) + "\n" for path, make in files.items()}
     if argv and argv[0] == "--check":
-        return 0 if out.read_text() == text else 1
-    out.write_text(text)
+        return 0 if all(path.exists() and path.read_text() == text for path, text in texts.items()) else 1
+    for path, text in texts.items():
+        path.write_text(text)
     return 0
 
 

@@ -73,10 +73,10 @@ def load_workloads(points: Iterable[Any] | None = None) -> AgentWorkloads:
                 raise ValueError(f"entry point {name!r} registers a workload named {plugin.spec.name!r}")
             if name in WORKLOADS or name in plugins:
                 raise ValueError(f"workload {name!r} is already registered")
-            from jetfleet.agent.workloads.characterise import characterise
+            from jetfleet.agent.workloads.characterise import characterise, characterise_inference_sizes
 
             cost = characterise(name, plugin.spec.minibatch_size, plugin)
-            registry = registry.with_plugin(plugin.spec, cost)
+            registry = registry.with_plugin(plugin.spec, cost, characterise_inference_sizes(name, plugin))
             plugins[name] = plugin
             log.info("workload plugin %s loaded from %s", name, ep.value)
         except Exception as e:  # a broken plugin must not stop the agent: report it instead

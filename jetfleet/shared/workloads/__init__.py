@@ -91,41 +91,54 @@ def characterisation(name: str) -> dict[str, Any]:
     return characterisations()[name]
 
 
-def inference_characterisation(name: str) -> dict[str, Any] | None:
-    """The forward-only cost figures of a registered workload, when the characterisation has them (its
-    ``inference`` entry); None otherwise (Pagoda's rule then applies: inference = training / 3)."""
-    found: dict[str, Any] | None = characterisation(name).get("inference")
-    return found
-
-
 class WorkloadRegistry:
     """The workloads one board runs: the built-ins plus the plugins installed on it, each with its cost
     figures; plugins that failed to load are kept in ``broken`` (name -> why) and not offered."""
 
     def __init__(self, specs: Mapping[str, WorkloadSpec], costs: Mapping[str, Mapping[str, Any]],
-                 broken: Mapping[str, str] | None = None) -> None:
+                 broken: Mapping[str, str] | None = None,
+                 inference: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         missing = set(specs) - set(costs)
         if missing:
             raise InvalidArgument(f"workloads without cost figures: {', '.join(sorted(missing))}", field="workload")
         self._specs = dict(specs)
         self._costs = {k: dict(v) for k, v in costs.items()}
         self.broken: dict[str, str] = dict(broken or {})
+        # forward-pass costs by batch size (``inference.py``); a workload without them is not served
+        self._inference = {k: dict(v) for k, v in (inference or {}).items()}
 
     @classmethod
     def builtin(cls) -> WorkloadRegistry:
         """The built-in workloads only."""
-        return cls(WORKLOADS, characterisations())
+        from jetfleet.shared.workloads.inference import inference_characterisations
 
-    def with_plugin(self, spec: WorkloadSpec, cost: Mapping[str, Any]) -> WorkloadRegistry:
-        """A registry that also offers ``spec``; InvalidArgument if its name is taken."""
+        return cls(WORKLOADS, characterisations(), inference=inference_characterisations())
+
+    def with_plugin(self, spec: WorkloadSpec, cost: Mapping[str, Any],
+                    inference: Mapping[str, Any] | None = None) -> WorkloadRegistry:
+        """A registry that also offers ``spec`` (and serves it for inference if ``inference`` costs are given);
+        InvalidArgument if its name is taken."""
         if spec.name in self._specs:
             raise InvalidArgument(f"workload {spec.name!r} is already registered", field="workload")
         check_workload_name(spec.name)
-        return WorkloadRegistry({**self._specs, spec.name: spec}, {**self._costs, spec.name: cost}, self.broken)
+        more = {spec.name: inference} if inference is not None else {}
+        return WorkloadRegistry({**self._specs, spec.name: spec}, {**self._costs, spec.name: cost}, self.broken,
+                                {**self._inference, **more})
 
     def with_broken(self, name: str, why: str) -> WorkloadRegistry:
         """A registry that also reports plugin ``name`` as broken (and does not offer it)."""
-        return WorkloadRegistry(self._specs, self._costs, {**self.broken, name: why})
+        return WorkloadRegistry(self._specs, self._costs, {**self.broken, name: why}, self._inference)
+
+    def inference_names(self) -> list[str]:
+        """The workloads this board serves for inference, sorted."""
+        return sorted(self._inference)
+
+    def inference_characterisation(self, name: str) -> dict[str, Any]:
+        """The forward-pass costs of ``name`` by batch size; NotFound naming the served workloads otherwise."""
+        if name not in self._inference:
+            raise NotFound(f"unknown inference workload {name[:64]!r}; served: {', '.join(self.inference_names())}",
+                           field="inference_workload")
+        return self._inference[name]
 
     def names(self) -> list[str]:
         """The names of the workloads offered, sorted."""
