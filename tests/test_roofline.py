@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from jetfleet.agent.roofline import measure
 from jetfleet.cli.main import cli
-from jetfleet.shared.catalog import get_catalog
+from jetfleet.shared.catalog import PowerMode, get_catalog
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.roofline import fit_energy, roofline_energy_j, roofline_time_s, workload_cost
 from jetfleet.shared.workloads import characterisation
@@ -97,3 +97,57 @@ def test_nano_and_xavier_nx_are_anchored_on_their_published_maxima():
     assert math.isclose(max(nx.gpu_mhz), 1109.25) and 1600 in nx.mem_mhz
     assert set(nano.presets) == {"MAXN", "10W", "5W"} and {"MODE_10W_2CORE", "MODE_15W_6CORE",
                                                           "MODE_20W_6CORE"} <= set(nx.presets)
+
+
+def test_the_default_governors_lower_the_gpu_clock_only_when_the_gpu_waits_on_the_host():
+    from jetfleet.shared.workloads.inference import inference_characterisation
+    from jetfleet.twin.governor import PODGOV_LOAD_TARGET, governed_mode
+    from jetfleet.twin.inference import inference_state
+
+    cat = get_catalog("agx-orin")
+
+    def state_of(workload, bs):
+        cost = inference_characterisation(workload)
+        return lambda m: inference_state(cat, m, cost, bs)
+
+    busy = governed_mode(cat, state_of("bert_base", 16))          # GPU-bound: the governors pick the top clocks
+    assert busy == PowerMode(12, 2201.6, 1300.5, 3199)
+    light = state_of("mobilenet_v3", 1)                             # launch-bound at batch 1: the GPU waits
+    mode = governed_mode(cat, light)
+    assert mode.gpu_mhz < 1300.5 and mode.cpu_mhz == 2201.6 and mode.cores == 12
+    assert light(mode).gpu_util <= PODGOV_LOAD_TARGET
+
+
+def test_tuning_chooses_a_mode_within_the_latency_bound_that_uses_less_energy_than_maxn():
+    from jetfleet.research.pagoda.tuning import frequency_sweep, measure_roofs, non_monotonic, tune
+
+    board = EmulatedBoard("nano", seed=2)
+    cat = board.catalog
+    grid = [PowerMode(4, c, g, 1600.0) for c in cat.cpu_mhz[::2] for g in cat.gpu_mhz[4:]]
+    grid.append(cat.maxn)
+    roofs = measure_roofs(board, grid)
+    t = tune(board, "mobilenet_v3", 16, 1.05, roofs)
+    assert t.chosen.latency_s <= 1.05 * t.maxn.latency_s
+    assert t.chosen.energy_j < 0.95 * t.maxn.energy_j and t.oracle.energy_j < t.maxn.energy_j
+    assert 13 <= t.measured_modes < len(grid)
+    assert non_monotonic([3, 2, 1, 2]) and not non_monotonic([3, 2, 1]) and not non_monotonic([1, 2, 3])
+    sweep = frequency_sweep(board, "resnet18", 1, "gpu_mhz")
+    assert [f for f, _ in sweep] == list(cat.gpu_mhz)
+    assert all(a.latency_s >= b.latency_s for (_, a), (_, b) in zip(sweep, sweep[1:]))
+
+
+@pytest.mark.slow
+def test_eval_pagoda_writes_the_report_and_meets_the_orin_target(tmp_path):
+    from jetfleet.research.pagoda.report import run_report
+
+    path = run_report(tmp_path, say=lambda s: None)
+    text = path.read_text()
+    results = json.loads((tmp_path / "pagoda-results.json").read_text())
+    met = [t for t in results["tuned"] if t["board_model"] == "agx-orin" and t["batch_size"] == 1 and t["bound"]
+           and t["chosen_saving_vs_maxn"] >= 0.15 and t["chosen_latency_vs_maxn"] <= 1.05]
+    print(f"\nAGX Orin, batch 1: >= 15% less energy than MAXN at <= 5% latency for {len(met)} of 5 workloads")
+    assert len(met) >= 3
+    for model in ("agx-orin", "nano", "xavier-nx"):
+        assert (tmp_path / f"pagoda-{model}-roofline.png").stat().st_size > 10_000
+        assert (tmp_path / f"pagoda-{model}-energy-roofline.png").stat().st_size > 10_000
+    assert "Where the twin disagrees with the published facts" in text and "Stony Brook" in text

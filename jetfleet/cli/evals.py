@@ -15,7 +15,7 @@ from jetfleet.shared.errors import InvalidArgument
 
 @click.group("eval")
 def eval_group() -> None:
-    """Reproduce PowerTrain's evaluations (emulated boards, or any two profile files)."""
+    """Reproduce PowerTrain's and Pagoda's evaluations (emulated boards, or any two profile files)."""
 
 
 def _check_repeats(repeats: int | None) -> None:
@@ -101,4 +101,23 @@ def eval_choices(out_dir: str, repeats: int, quick: bool, confidence: float, max
         progress.close()
     results = json.loads((path.parent / "results.json").read_text())
     emit(output, {"report": str(path), "results": str(path.parent / "results.json"), "overall": results.get("overall")},
+         lambda d: f"report written to {d['report']}")
+
+
+@eval_group.command("pagoda")
+@click.option("--out", "out_dir", default="eval-pagoda", show_default=True, type=click.Path(file_okay=False),
+              help="where pagoda.md, pagoda-results.json and the plots go (--out docs regenerates docs/pagoda.md)")
+@output_option
+@handle_errors
+def eval_pagoda(out_dir: str, output: str) -> None:
+    """Rooflines per power mode and inference energy tuning on emulated AGX Orin, Nano and Xavier NX (Pagoda)."""
+    from jetfleet.research.pagoda.report import run_report
+
+    say, step, progress = _steps("eval pagoda", output)
+    try:
+        path = run_report(Path(out_dir), say=say, progress=step)
+    finally:
+        progress.close()
+    emit(output, {"report": str(path), "results": str(path.parent / "pagoda-results.json"),
+                  "plots": sorted(str(p) for p in path.parent.glob("pagoda-*.png"))},
          lambda d: f"report written to {d['report']}")
