@@ -10,8 +10,7 @@ from dataclasses import asdict
 
 import pytest
 
-from jetfleet.controller.store import (CampaignRecord, CommandRecord, DeviceRecord, Event, ModeState, RooflineRecord,
-                                       open_store)
+from jetfleet.controller.store import CampaignRecord, CommandRecord, DeviceRecord, Event, ModeState, RooflineRecord, open_store
 from jetfleet.shared.errors import AlreadyExists, InvalidArgument, StoreUnavailable
 
 

@@ -17,9 +17,9 @@ from jetfleet.agent.device.base import Device, KernelRun
 from jetfleet.agent.profiler import _BoardClockRecorder, _SamplerThread
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.convert import mode_to_pb
 from jetfleet.shared.errors import Cancelled, DeviceError, InvalidArgument
 from jetfleet.shared.proto import agent_pb2
-from jetfleet.shared.convert import mode_to_pb
 from jetfleet.shared.roofline import DEFAULT_KERNEL_S, MAX_KERNEL_S
 
 RAMP_SHARE = 0.2

@@ -26,7 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lab": ("jetfleet.cli.fleet:lab_group", "A controller with the embedded store plus emulated agents, in one process."),
     "mode": ("jetfleet.cli.devices:mode_group", "Power modes of boards."),
     "model": ("jetfleet.cli.powertrain:model_group", "Time and power prediction models (PowerTrain)."),
-    "modes": ("jetfleet.cli.boards:modes_cmd", "List the power modes of BOARD (agx-orin, agx-xavier, nano, orin-nano, tx2, xavier-nx)."),
+    "modes": ("jetfleet.cli.boards:modes_cmd",
+              "List the power modes of BOARD (agx-orin, agx-xavier, nano, orin-nano, tx2, xavier-nx)."),
     "optimize": ("jetfleet.cli.powertrain:optimize",
                  "Choose the mode that meets a goal for WORKLOAD on DEVICE (or --board-model) by its calibrated upper "
                  "bound; --apply to set and verify it (an observation over the budget is flagged)."),

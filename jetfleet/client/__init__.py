@@ -26,8 +26,8 @@ _EXPORTS = {
 }
 __all__ = ["DEFAULT_CONTROLLER", "Applied", "Campaign", "CatalogSummary", "Choice", "ClientSettings", "Device",
            "ExportedProfiles", "ImportResult", "Job", "JobSegment", "JobStep", "Model", "OperatorClient", "Prediction",
-           "Predictions", "RooflinePoint", "Rooflines", "SetModeResult", "TelemetrySample", "TrainingProgress", "connect", "controller_address",
-           "resolve"]
+           "Predictions", "RooflinePoint", "Rooflines", "SetModeResult", "TelemetrySample", "TrainingProgress",
+           "connect", "controller_address", "resolve"]
 
 if TYPE_CHECKING:
     from jetfleet.client.campaigns import Campaign, ExportedProfiles, ImportResult

@@ -38,11 +38,13 @@ class RooflinePoint:
 
     @classmethod
     def from_pb(cls, p: operator_pb2.RooflinePoint) -> RooflinePoint:
+        """From the API's message."""
         return cls(str(mode_from_pb(p.mode)), p.mode_name, p.peak_flops, p.peak_bytes_per_s, p.eps_flop_j,
                    p.eps_byte_j, p.pi0_w, p.idle_w, p.measured_s, p.device_id, p.method, p.workload_flops,
                    p.workload_bytes, p.time_s, p.energy_j, p.memory_bound)
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields (and the ridge point) as a plain dict, for JSON output."""
         return {**self.__dict__, "ridge": self.ridge}
 
 
@@ -59,6 +61,7 @@ class Rooflines:
     points: list[RooflinePoint]
 
     def to_dict(self) -> dict[str, Any]:
+        """The whole answer as a plain dict, for JSON output."""
         return {"board_model": self.board_model, "workload": self.workload, "phase": self.phase,
                 "minibatch_size": self.minibatch_size, "intensity": self.intensity, "measured": self.measured,
                 "points": [p.to_dict() for p in self.points]}

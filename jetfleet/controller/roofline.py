@@ -23,8 +23,16 @@ from jetfleet.shared.catalog import Catalog, PowerMode
 from jetfleet.shared.convert import mode_from_pb, mode_to_pb
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, NotFound
 from jetfleet.shared.proto import agent_pb2, operator_pb2
-from jetfleet.shared.roofline import (DEFAULT_KERNEL_S, MAX_KERNEL_S, EnergyFit, check_phase, fit_energy, roofline_energy_j,
-                                      roofline_time_s, workload_cost)
+from jetfleet.shared.roofline import (
+    DEFAULT_KERNEL_S,
+    MAX_KERNEL_S,
+    EnergyFit,
+    check_phase,
+    fit_energy,
+    roofline_energy_j,
+    roofline_time_s,
+    workload_cost,
+)
 from jetfleet.shared.workloads import MAX_MINIBATCH_SIZE, WORKLOADS, characterisation
 from jetfleet.shared.workloads.inference import check_batch_size, inference_characterisation
 

@@ -21,8 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from jetfleet.agent.device.base import (BoardInfo, Capabilities, Device, KernelRun, MinibatchCallback, RunResult,
-                                        TelemetrySample)
+from jetfleet.agent.device.base import BoardInfo, Capabilities, Device, KernelRun, MinibatchCallback, RunResult, TelemetrySample
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode, Rail, builtin_catalogs, get_catalog
 from jetfleet.shared.errors import InvalidArgument

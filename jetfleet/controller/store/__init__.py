@@ -17,9 +17,8 @@ from jetfleet.controller.store.base import (
     Store,
 )
 
-__all__ = ["CampaignRecord", "CommandRecord", "DeviceRecord", "Event", "JobRecord", "ModeState", "ProfileRecord", "RooflineRecord",
-           "Store",
-           "open_store"]
+__all__ = ["CampaignRecord", "CommandRecord", "DeviceRecord", "Event", "JobRecord", "ModeState", "ProfileRecord",
+           "RooflineRecord", "Store", "open_store"]
 
 
 def open_store(spec: str | Path, *, max_events: int = MAX_EVENTS_PER_DEVICE) -> Store:

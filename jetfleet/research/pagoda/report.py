@@ -285,7 +285,7 @@ def _markdown(results: dict[str, Any], plots: dict[str, tuple[str, str]]) -> str
         n = _find(results, "nano", w, 1, False)["dvfs"]["energy_j"]
         x = _find(results, "xavier-nx", w, 1, False)["dvfs"]["energy_j"]
         ratios.append(n / x)
-    add(f"\nNano / Xavier NX energy per inference under DVFS, batch 1: "
+    add("\nNano / Xavier NX energy per inference under DVFS, batch 1: "
         + ", ".join(f"{w} {r:.1f}×" for w, r in zip(WORKLOADS_ORDER, ratios))
         + " (published: Xavier NX uses 2–4× less energy than Nano).\n")
     add("## Where the twin disagrees with the published facts\n")

@@ -48,7 +48,7 @@ def inference_grid(catalog: Catalog) -> list[PowerMode]:
     core online (the Stony Brook study tuned frequencies, not cores)."""
     if catalog.model == "agx-orin":
         g = ORIN_GRID
-        return [PowerMode(c, a, b, m) for c in g["cores"] for a in g["cpu_mhz"] for b in g["gpu_mhz"]
+        return [PowerMode(int(c), a, b, m) for c in g["cores"] for a in g["cpu_mhz"] for b in g["gpu_mhz"]
                 for m in g["mem_mhz"]]
     cores = max(catalog.cores)
     return [PowerMode(cores, a, b, m) for a in catalog.cpu_mhz for b in catalog.gpu_mhz for m in catalog.mem_mhz]
@@ -125,6 +125,7 @@ class Tuned:
         return 1.0 - of.energy_j / vs.energy_j
 
     def to_dict(self) -> dict[str, Any]:
+        """Every figure as a plain dict (with the savings and latency ratios), for the report's JSON."""
         return {"board_model": self.board_model, "workload": self.workload, "batch_size": self.batch_size,
                 "bound": None if math.isinf(self.bound) else self.bound,
                 **{k: getattr(self, k).__dict__ for k in ("maxn", "dvfs", "chosen", "oracle")},
@@ -152,6 +153,7 @@ class LatencyModel:
 
     @classmethod
     def fit(cls, roofs: dict[PowerMode, Roof], measured: dict[PowerMode, Observed], w: float, q: float) -> LatencyModel:
+        """Least squares on the measured modes, each term kept non-negative."""
         import numpy as np
 
         rows = [(roofline_time_s(w, q, roofs[m].peak_flops, roofs[m].peak_bytes_per_s), 1000.0 / m.cpu_mhz, 1.0,
@@ -168,11 +170,13 @@ class LatencyModel:
         return cls(float(coef[0]), float(coef[1]), float(coef[2]), w, q)
 
     def latency_s(self, r: Roof) -> float:
+        """Predicted seconds per batch in ``r``'s mode."""
         t = roofline_time_s(self.w, self.q, r.peak_flops, r.peak_bytes_per_s)
         return max(1e-6, self.a * t + self.b * 1000.0 / r.mode.cpu_mhz + self.c)
 
     @staticmethod
     def power_w(r: Roof, latency_s: float, w: float, q: float, batch_size: int) -> float:
+        """Board power from the energy roofline at a given latency (before the fitted scale)."""
         return (r.fit.eps_flop_j * w + r.fit.eps_byte_j * q) / latency_s + r.fit.pi0_w
 
 
