@@ -39,7 +39,8 @@ def test_device_ids_complete_from_the_controller(lab, monkeypatch):
 def test_workloads_and_board_models_complete_from_built_ins_and_the_boards(lab, monkeypatch):
     monkeypatch.setenv("JETFLEET_CONTROLLER", lab.address)
     assert complete(["profile", "start", "--workload"], "mob") == ["mobilenet_v3"]
-    assert complete(["job", "submit", "--board-model"], "") == ["agx-orin", "agx-xavier", "orin-nano", "tx2"]
+    assert complete(["job", "submit", "--board-model"], "") == ["agx-orin", "agx-xavier", "nano", "orin-nano", "tx2",
+                                                                "xavier-nx"]
     assert complete(["model", "train-reference", "--workload"], "") == ["bert_base", "lstm", "mobilenet_v3", "resnet18",
                                                                         "yolo_v8n"]
 

@@ -85,6 +85,12 @@ def test_roofline_measured_stored_placed_and_plotted_from_the_cli(tmp_path):
             r = run("roofline", "--board-model", "nano", *args)
             assert r.exit_code != 0 and what in r.output, r.output
         assert len(lt.do(lambda: lt.registry.store.get_rooflines("nano"))) == 2
+        before = {x.mode: x.measured_s for x in lt.do(lambda: lt.registry.store.get_rooflines("nano"))}
+        r = run("roofline", "--board-model", "nano", "--mode", "5W", "--measure", "--remeasure", "--output", "json")
+        assert r.exit_code == 0 and json.loads(r.output)["measured"] == 1, r.output
+        after = {x.mode: x.measured_s for x in lt.do(lambda: lt.registry.store.get_rooflines("nano"))}
+        assert after["2/918/614.4/1600"] > before["2/918/614.4/1600"]
+        assert after["4/1479/921.6/1600"] == before["4/1479/921.6/1600"] and len(after) == 2
     finally:
         lt.close()
 

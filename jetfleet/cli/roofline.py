@@ -42,6 +42,7 @@ def roofline_text(d: dict[str, Any]) -> str:
 @click.option("--workload", default="", shell_complete=complete_workloads, help="place this workload on the roofs")
 @click.option("--mode", "modes", multiple=True, help="a mode or preset (repeat); default: every stored mode")
 @click.option("--measure", is_flag=True, help="measure the modes not stored yet on a board of the model")
+@click.option("--remeasure", is_flag=True, help="with --measure: measure the named modes again, replacing them")
 @click.option("--device", "device_id", default="", shell_complete=complete_devices,
               help="the board to measure on (default: any online board of the model)")
 @click.option("--seconds", default=0.0, type=float, help="board seconds per micro-benchmark kernel (default 2)")
@@ -53,11 +54,11 @@ def roofline_text(d: dict[str, Any]) -> str:
 @output_option
 @handle_errors
 def roofline(conn: Connection, board_model: str, workload: str, modes: tuple[str, ...], measure: bool,
-             device_id: str, seconds: float, minibatch_size: int, phase: str, plot: str | None, output: str) -> None:
+             remeasure: bool, device_id: str, seconds: float, minibatch_size: int, phase: str, plot: str | None, output: str) -> None:
     """Time and energy rooflines of a board model's power modes (Pagoda), a workload placed on them."""
     with conn.client() as c:
         r = c.roofline(board_model, workload=workload, modes=list(modes), measure=measure, device_id=device_id,
-                       seconds=seconds, minibatch_size=minibatch_size, phase=phase)
+                       seconds=seconds, minibatch_size=minibatch_size, phase=phase, remeasure=remeasure)
     d = r.to_dict()
     if plot:
         from jetfleet.research.pagoda.plots import plot_rooflines, workload_rows

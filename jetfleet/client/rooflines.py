@@ -74,12 +74,13 @@ class RooflineMethods:
 
     def roofline(self, board_model: str, *, workload: str = "", modes: list[str] | None = None, measure: bool = False,
                  device_id: str = "", seconds: float = 0.0, minibatch_size: int = 0,
-                 phase: str = "training") -> Rooflines:
+                 phase: str = "training", remeasure: bool = False) -> Rooflines:
         """The stored rooflines of ``modes`` (all stored ones when None) of ``board_model``; ``measure``: measure
-        the missing ones first on ``device_id`` (or any online board of the model), ``seconds`` per kernel."""
+        the missing ones first on ``device_id`` (or any online board of the model), ``seconds`` per kernel;
+        ``remeasure``: measure the named modes again, replacing the stored ones."""
         req = operator_pb2.RooflineRequest(board_model=board_model, workload=workload, modes=list(modes or []),
                                            measure=measure, device_id=device_id, seconds=seconds,
-                                           minibatch_size=minibatch_size, phase=phase)
+                                           minibatch_size=minibatch_size, phase=phase, remeasure=remeasure)
         r = self._unary("Roofline", req, 3600)
         return Rooflines(r.board_model, r.workload, r.phase, r.minibatch_size, r.intensity, r.measured,
                          [RooflinePoint.from_pb(p) for p in r.points])

@@ -127,6 +127,8 @@ class RooflineService:
             raise InvalidArgument(f"seconds={req.seconds!r} is out of range; allowed 0..{MAX_KERNEL_S:g} "
                                   "(0: the agent's default)", field="seconds")
         cost = workload_cost_of(req.workload, mb, phase) if req.workload else None
+        if req.remeasure and not req.measure:
+            raise InvalidArgument("remeasure goes with measure", field="remeasure")
         if req.device_id and not req.measure:
             raise InvalidArgument("device_id names the board to measure on: give it with measure", field="device_id")
         named = self._board(req.board_model, req.device_id) if req.device_id else ""
@@ -134,7 +136,9 @@ class RooflineService:
         stored = {r.mode: r for r in await asyncio.to_thread(store.get_rooflines, req.board_model)}
         measured = 0
         if req.measure:
-            missing = [m for m in modes if str(m) not in stored]
+            if req.remeasure and not modes:
+                raise InvalidArgument("remeasure needs the modes to measure again", field="modes")
+            missing = [m for m in modes if req.remeasure or str(m) not in stored]
             if missing:
                 device_id = named or self._board(req.board_model, "")
                 for mode in missing:

@@ -668,7 +668,7 @@ class CancelJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class RooflineRequest(_message.Message):
-    __slots__ = ("board_model", "workload", "modes", "measure", "device_id", "seconds", "minibatch_size", "phase")
+    __slots__ = ("board_model", "workload", "modes", "measure", "device_id", "seconds", "minibatch_size", "phase", "remeasure")
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MODES_FIELD_NUMBER: _ClassVar[int]
@@ -677,6 +677,7 @@ class RooflineRequest(_message.Message):
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
+    REMEASURE_FIELD_NUMBER: _ClassVar[int]
     board_model: str
     workload: str
     modes: _containers.RepeatedScalarFieldContainer[str]
@@ -685,7 +686,8 @@ class RooflineRequest(_message.Message):
     seconds: float
     minibatch_size: int
     phase: str
-    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., modes: _Optional[_Iterable[str]] = ..., measure: bool = ..., device_id: _Optional[str] = ..., seconds: _Optional[float] = ..., minibatch_size: _Optional[int] = ..., phase: _Optional[str] = ...) -> None: ...
+    remeasure: bool
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., modes: _Optional[_Iterable[str]] = ..., measure: bool = ..., device_id: _Optional[str] = ..., seconds: _Optional[float] = ..., minibatch_size: _Optional[int] = ..., phase: _Optional[str] = ..., remeasure: bool = ...) -> None: ...
 
 class RooflinePoint(_message.Message):
     __slots__ = ("mode", "mode_name", "peak_flops", "peak_bytes_per_s", "eps_flop_j", "eps_byte_j", "pi0_w", "idle_w", "measured_s", "device_id", "method", "workload_flops", "workload_bytes", "time_s", "energy_j", "memory_bound")
