@@ -54,7 +54,8 @@ def roofline_text(d: dict[str, Any]) -> str:
 @output_option
 @handle_errors
 def roofline(conn: Connection, board_model: str, workload: str, modes: tuple[str, ...], measure: bool,
-             remeasure: bool, device_id: str, seconds: float, minibatch_size: int, phase: str, plot: str | None, output: str) -> None:
+             remeasure: bool, device_id: str, seconds: float, minibatch_size: int, phase: str, plot: str | None,
+             output: str) -> None:
     """Time and energy rooflines of a board model's power modes (Pagoda), a workload placed on them."""
     with conn.client() as c:
         r = c.roofline(board_model, workload=workload, modes=list(modes), measure=measure, device_id=device_id,
