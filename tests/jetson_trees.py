@@ -60,6 +60,12 @@ LAYOUTS = {
                             "17000000.gpu", {"VDD_IN": (5000, 1400), "VDD_CPU_GPU_CV": (5000, 500),
                                              "VDD_SOC": (5000, 300)}, nvpmodel="orin-nano", nvfancontrol=True,
                             cuda="12.2.140"),
+    # issue 16: Xavier NX on JetPack 5 (the sysfs route; no nvpmodel.conf fixture on paper for it yet).
+    "xavier-nx-jp5": Layout("xavier-nx-jp5", "xavier-nx", "NVIDIA Jetson Xavier NX Developer Kit",
+                            "# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64",
+                            "17000000.gv11b", {"VDD_IN": (5000, 1500), "VDD_CPU_GPU_CV": (5000, 600),
+                                               "VDD_SOC": (5000, 400)}, nvfancontrol=True, jetpack_pkg="5.1.2-b104",
+                            cuda="11.4.315"),
 }
 WITH_NVPMODEL = sorted(k for k, v in LAYOUTS.items() if v.nvpmodel)
 FAN_PWM = jetson_tools.FAN_PWM

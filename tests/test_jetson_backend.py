@@ -37,7 +37,7 @@ def test_describe_finds_model_software_and_the_gpu_node_by_its_table(board):
 EXPECTED_SOFTWARE = {  # (l4t, jetpack, cuda) per layout: JetPack from dpkg where the image has the package
     "orin-jp5": ("35.4.1", "5.1.2", "11.4.315"), "orin-jp6": ("36.3.0", "6.0", "12.2.140"),
     "xavier-jp4": ("32.7.1", "4.6.1", "10.2.300"), "xavier-jp5": ("35.4.1", "5.1.2", "11.4.315"),
-    "orin-nano-jp6": ("36.3.0", "6.0", "12.2.140")}
+    "orin-nano-jp6": ("36.3.0", "6.0", "12.2.140"), "xavier-nx-jp5": ("35.4.1", "5.1.2", "11.4.315")}
 
 
 def test_describe_reports_l4t_jetpack_cuda_torch_and_jetfleet_versions(board):
