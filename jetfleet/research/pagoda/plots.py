@@ -27,7 +27,7 @@ def _pyplot() -> Any:
 
 def _label(mode: dict[str, Any]) -> str:
     name = mode.get("mode_name") or ""
-    return f"{name} ({mode['mode']})" if name else str(mode["mode"])
+    return f"{name.split(' (')[0]} ({mode['mode']})" if name else str(mode["mode"])
 
 
 def _intensity_range(modes: Sequence[dict[str, Any]], workloads: Sequence[dict[str, Any]]) -> tuple[float, float]:
@@ -42,7 +42,7 @@ def time_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[di
     """Attainable GFLOP/s = min(peak, I x BW) per mode against I (FLOPs/byte), log-log. ``workloads``: rows with
     ``label``, ``intensity``, ``mode`` (which roof they sit under) and ``achieved_flops`` (W / T, FLOP/s)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
     lo, hi = _intensity_range(modes, workloads)
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
     colours = plt.cm.viridis(np.linspace(0.0, 0.9, max(1, len(modes))))
@@ -62,7 +62,7 @@ def time_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[di
     ax.set_ylabel("attainable performance (GFLOP/s, log)")
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="major", ls=":", lw=0.6)
-    ax.legend(fontsize=6.5, loc="lower right")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return fig
 
@@ -72,7 +72,7 @@ def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[
     e(I) = eps_flop + eps_byte / I + pi0 / min(peak, I x BW), log-log; ``workloads``: rows with ``label``,
     ``intensity``, ``mode`` and ``energy_per_flop_j`` (E / W)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
     lo, hi = _intensity_range(modes, workloads)
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
     colours = plt.cm.viridis(np.linspace(0.0, 0.9, max(1, len(modes))))
@@ -80,8 +80,8 @@ def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[
     for c, m in zip(colours, modes):
         perf = np.minimum(m["peak_flops"], x * m["peak_bytes_per_s"])
         e = m["eps_flop_j"] + m["eps_byte_j"] / x + m["pi0_w"] / perf
-        ax.plot(x, e * 1e12, "-", c=c, lw=1.6, label=f"{_label(m)}: eps_flop {m['eps_flop_j'] * 1e12:.1f} pJ, "
-                f"eps_byte {m['eps_byte_j'] * 1e12:.0f} pJ, pi0 {m['pi0_w']:.1f} W")
+        ax.plot(x, e * 1e12, "-", c=c, lw=1.6, label=f"{_label(m)}: ε {m['eps_flop_j'] * 1e12:.1f} pJ/FLOP, "
+                f"{m['eps_byte_j'] * 1e12:.0f} pJ/B, π₀ {m['pi0_w']:.1f} W")
         by_mode[m["mode"]] = c
     for i, w in enumerate(workloads):
         ax.scatter([w["intensity"]], [w["energy_per_flop_j"] * 1e12], marker=MARKERS[i % len(MARKERS)], s=46,
@@ -92,7 +92,7 @@ def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[
     ax.set_ylabel("energy per FLOP (pJ/FLOP, log)")
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="major", ls=":", lw=0.6)
-    ax.legend(fontsize=6.5, loc="upper right")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return fig
 
@@ -100,7 +100,7 @@ def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[
 def save(fig: Any, path: Path) -> None:
     """Write a figure (PNG, PDF or SVG by the suffix) and close it."""
     plt = _pyplot()
-    fig.savefig(path, dpi=130)
+    fig.savefig(path, dpi=130, bbox_inches="tight")   # the legend sits outside the axes
     plt.close(fig)
 
 

@@ -52,6 +52,8 @@ def _roofline_plots(board: EmulatedBoard, roofs: dict[Any, Any], out: Path) -> t
             uniq.append(m)
     extra = measure_roofs(board, [m for m in uniq if m not in roofs], 1.0)
     points = [(roofs.get(m) or extra[m]).as_point(cat) for m in uniq]
+    if not points[0]["mode_name"]:
+        points[0]["mode_name"] = "MAXN (every knob at max)"    # a board whose nvpmodel.conf has no MAXN
     maxn = points[0]
     rows = []
     for w in WORKLOADS_ORDER:
