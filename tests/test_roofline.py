@@ -77,7 +77,20 @@ def test_roofline_measured_stored_placed_and_plotted_from_the_cli(tmp_path):
         r = run("roofline", "--board-model", "nano", "--output", "json")
         assert r.exit_code == 0 and json.loads(r.output)["measured"] == 0 and len(json.loads(r.output)["points"]) == 2
         r = run("roofline", "--board-model", "nano", "--workload", "resnet18", "--mode", "5W")
-        assert r.exit_code == 0 and "5W" in r.output and "T MS" in r.output
+        assert r.exit_code == 0 and "5W" in r.output and "T MS" in r.output and "PROFILED" not in r.output
+        # A profiled mode shows what the board measured beside the roofline's T and E.
+        from jetfleet.client import connect
+
+        with connect(lt.address) as c:
+            camp = c.create_campaign("resnet18", device_id="nano-0", mode_list=["2/918/614.4/1600"])
+            assert c.wait_campaign(camp.campaign_id, poll_s=0.05).status == "done"
+            prof = c.roofline("nano", workload="resnet18", modes=["5W", "MAXN"])
+        five, maxn_point = prof.points
+        assert five.observed_profiles == 1 and maxn_point.observed_profiles == 0
+        assert five.observed_time_s > five.time_s   # the whole minibatch (data, launches) against the GPU's roofline
+        assert five.observed_energy_j > 0
+        r = run("roofline", "--board-model", "nano", "--workload", "resnet18", "--mode", "5W")
+        assert r.exit_code == 0 and "PROFILED MS" in r.output
         # Bad input names the field and changes nothing.
         for args, what in ((("--mode", "4/1479/900/1600"), "gpu_mhz"), (("--workload", "vgg"), "vgg"),
                            (("--seconds", "-1", "--measure"), "seconds"),

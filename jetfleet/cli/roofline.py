@@ -15,20 +15,28 @@ def roofline_text(d: dict[str, Any]) -> str:
     """The rooflines as a table: per mode its roofs and energy constants, and the workload's T and E there."""
     wl = d["workload"]
     rows = []
+    observed = any(p["observed_profiles"] for p in d["points"])
     for p in d["points"]:
         row = [p["mode_name"] or p["mode"], f"{p['peak_flops'] / 1e9:.0f}", f"{p['peak_bytes_per_s'] / 1e9:.1f}",
                f"{p['ridge']:.1f}", f"{p['eps_flop_j'] * 1e12:.1f}", f"{p['eps_byte_j'] * 1e12:.0f}",
                f"{p['pi0_w']:.2f}"]
         if wl:
             row += [f"{p['time_s'] * 1e3:.2f}", f"{p['energy_j']:.3f}", "memory" if p["memory_bound"] else "compute"]
+        if observed:
+            row += ([f"{p['observed_time_s'] * 1e3:.2f}", f"{p['observed_energy_j']:.3f}"] if p["observed_profiles"]
+                    else ["-", "-"])
         rows.append(row)
     head = ["MODE", "GFLOP/S", "GB/S", "RIDGE FLOP/B", "PJ/FLOP", "PJ/BYTE", "PI0 W"]
     if wl:
         head += ["T MS", "E J", "BOUND"]
+    if observed:
+        head += ["PROFILED MS", "PROFILED J"]
     text = table(rows, head)
     if wl:
         text += (f"\n{wl} ({d['phase']}, minibatch {d['minibatch_size']}): intensity {d['intensity']:.2f} FLOP/byte; "
-                 "T = max(W/peak, Q/BW), E = eps_flop W + eps_byte Q + pi0 T per minibatch")
+                 "T = max(W/peak, Q/BW), E = eps_flop W + eps_byte Q + pi0 T per minibatch"
+                 + ("; PROFILED: the stored profiles of the mode (the whole minibatch, host time included)"
+                    if observed else ""))
     if d["measured"]:
         text += f"\nmeasured {d['measured']} mode(s) now"
     for what in ("plot", "energy_plot"):

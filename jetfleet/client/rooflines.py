@@ -30,6 +30,9 @@ class RooflinePoint:
     time_s: float
     energy_j: float
     memory_bound: bool
+    observed_time_s: float = 0.0      # the workload as profiled in this mode (0: no stored profile)
+    observed_energy_j: float = 0.0
+    observed_profiles: int = 0
 
     @property
     def ridge(self) -> float:
@@ -41,7 +44,8 @@ class RooflinePoint:
         """From the API's message."""
         return cls(str(mode_from_pb(p.mode)), p.mode_name, p.peak_flops, p.peak_bytes_per_s, p.eps_flop_j,
                    p.eps_byte_j, p.pi0_w, p.idle_w, p.measured_s, p.device_id, p.method, p.workload_flops,
-                   p.workload_bytes, p.time_s, p.energy_j, p.memory_bound)
+                   p.workload_bytes, p.time_s, p.energy_j, p.memory_bound, p.observed_time_s, p.observed_energy_j,
+                   p.observed_profiles)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields (and the ridge point) as a plain dict, for JSON output."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import statistics
 from typing import Any
 
 from jetfleet.controller.campaigns import CampaignManager
@@ -112,6 +113,26 @@ class RooflineService:
                                      "--device", field="board_model")
         return online[0]
 
+    async def _observed(self, board_model: str, workload: str, catalog: Catalog,
+                        points: list[operator_pb2.RooflinePoint]) -> None:
+        """Put the stored profiles of the workload beside the roofline's T and E (campaigns profile at the default
+        minibatch): the median of their minibatch times and the energy at their mean power."""
+        rows = await asyncio.to_thread(self.registry.store.query_profiles, board_model=board_model, workload=workload)
+        by_mode: dict[str, list[tuple[float, float]]] = {}
+        for r in rows:
+            try:
+                key = str(catalog.parse_mode(r.mode))
+            except InvalidArgument:
+                continue
+            if math.isfinite(r.minibatch_time_ms) and math.isfinite(r.power_w):
+                by_mode.setdefault(key, []).append((r.minibatch_time_ms / 1e3, r.power_w))
+        for p in points:
+            obs = by_mode.get(str(mode_from_pb(p.mode)))
+            if obs:
+                t = statistics.median(o[0] for o in obs)
+                p.observed_time_s, p.observed_energy_j = t, t * statistics.median(o[1] for o in obs)
+                p.observed_profiles = len(obs)
+
     async def roofline(self, req: operator_pb2.RooflineRequest) -> operator_pb2.RooflineResponse:
         """Check everything, measure what is missing (if asked), then answer from the store."""
         if not req.board_model:
@@ -158,6 +179,8 @@ class RooflineService:
                            + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
                            + "; measure them (jetfleet roofline --measure)", field="modes")
         points = [point_pb(stored[m], catalog, cost) for m in wanted]
+        if req.workload and phase == "training" and mb == defaults.MINIBATCH_SIZE:
+            await self._observed(req.board_model, req.workload, catalog, points)
         w_q: Any = cost or (0.0, 0.0)
         return operator_pb2.RooflineResponse(board_model=req.board_model, workload=req.workload, points=points,
                                              measured=measured, intensity=(w_q[0] / w_q[1]) if w_q[1] else 0.0,

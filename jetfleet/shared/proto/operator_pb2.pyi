@@ -690,7 +690,7 @@ class RooflineRequest(_message.Message):
     def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., modes: _Optional[_Iterable[str]] = ..., measure: bool = ..., device_id: _Optional[str] = ..., seconds: _Optional[float] = ..., minibatch_size: _Optional[int] = ..., phase: _Optional[str] = ..., remeasure: bool = ...) -> None: ...
 
 class RooflinePoint(_message.Message):
-    __slots__ = ("mode", "mode_name", "peak_flops", "peak_bytes_per_s", "eps_flop_j", "eps_byte_j", "pi0_w", "idle_w", "measured_s", "device_id", "method", "workload_flops", "workload_bytes", "time_s", "energy_j", "memory_bound")
+    __slots__ = ("mode", "mode_name", "peak_flops", "peak_bytes_per_s", "eps_flop_j", "eps_byte_j", "pi0_w", "idle_w", "measured_s", "device_id", "method", "workload_flops", "workload_bytes", "time_s", "energy_j", "memory_bound", "observed_time_s", "observed_energy_j", "observed_profiles")
     MODE_FIELD_NUMBER: _ClassVar[int]
     MODE_NAME_FIELD_NUMBER: _ClassVar[int]
     PEAK_FLOPS_FIELD_NUMBER: _ClassVar[int]
@@ -707,6 +707,9 @@ class RooflinePoint(_message.Message):
     TIME_S_FIELD_NUMBER: _ClassVar[int]
     ENERGY_J_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BOUND_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_PROFILES_FIELD_NUMBER: _ClassVar[int]
     mode: _common_pb2.PowerMode
     mode_name: str
     peak_flops: float
@@ -723,7 +726,10 @@ class RooflinePoint(_message.Message):
     time_s: float
     energy_j: float
     memory_bound: bool
-    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., eps_flop_j: _Optional[float] = ..., eps_byte_j: _Optional[float] = ..., pi0_w: _Optional[float] = ..., idle_w: _Optional[float] = ..., measured_s: _Optional[float] = ..., device_id: _Optional[str] = ..., method: _Optional[str] = ..., workload_flops: _Optional[float] = ..., workload_bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., memory_bound: bool = ...) -> None: ...
+    observed_time_s: float
+    observed_energy_j: float
+    observed_profiles: int
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., eps_flop_j: _Optional[float] = ..., eps_byte_j: _Optional[float] = ..., pi0_w: _Optional[float] = ..., idle_w: _Optional[float] = ..., measured_s: _Optional[float] = ..., device_id: _Optional[str] = ..., method: _Optional[str] = ..., workload_flops: _Optional[float] = ..., workload_bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., memory_bound: bool = ..., observed_time_s: _Optional[float] = ..., observed_energy_j: _Optional[float] = ..., observed_profiles: _Optional[int] = ...) -> None: ...
 
 class RooflineResponse(_message.Message):
     __slots__ = ("board_model", "workload", "points", "measured", "intensity", "phase", "minibatch_size")
