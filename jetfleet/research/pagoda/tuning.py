@@ -5,11 +5,12 @@ For a board, a workload and a batch size:
 - MAXN: measured on the twin (a seeded board, its variation and noise: ``measure_inference_on_twin``).
 - DVFS: the mode the default governors settle in (``jetfleet.twin.governor``), measured the same way.
 - Pagoda's choice: every mode of the grid gets its rooflines measured (the ERT kernels through the agent's
-  ``jetfleet.agent.roofline``, as on a board), the workload's W and Q per batch placed on them, and the
-  roofline time and energy calibrated once against the MAXN measurement (one scale each: the roofline leaves
-  out host-side time and constant power the MAXN run shows). The modes predicted to meet the latency bound,
-  least predicted energy first, are measured (``CANDIDATES`` of them) and the one with the least measured
-  energy that meets the bound measured is chosen: the rooflines narrow hundreds of modes to a few runs.
+  ``jetfleet.agent.roofline``, as on a board) and the workload's W and Q per batch placed on them; MAXN and
+  ``FIT_MODES`` random modes are measured and a latency model (``LatencyModel``: roofline time plus the host's
+  share) and the energy roofline's power (one scale) fitted; the ``CANDIDATES`` modes predicted to use the least
+  energy within the bound are measured, the model refitted, ``ROUNDS`` times; then a measured descent, one knob
+  one grid step at a time from the best so far, while a step saves energy within the bound. The least measured
+  energy that meets the bound measured wins: at most ``MAX_RUNS`` runs instead of the whole grid.
 - The oracle: the twin's noiseless steady state over every mode of the grid (what exhaustive profiling would
   find), to say how far the choice is from the best.
 Energy per inference = board power x batch latency / batch size.
@@ -35,6 +36,7 @@ from jetfleet.twin.measure import measure_inference_on_twin
 
 CANDIDATES = 6          # modes measured per round among the predicted best
 ROUNDS = 3
+MAX_RUNS = 45          # measured runs per choice, at most (MAXN included)
 FIT_MODES = 12          # random modes measured to fit the latency model (with MAXN)
 PREDICTED_MARGIN = 1.10  # candidates: predicted latency within this much of the bound (the measurement decides)
 MEASURE_BATCHES = 40
@@ -141,7 +143,7 @@ class Tuned:
 @dataclass(frozen=True)
 class LatencyModel:
     """Latency per batch from the rooflines plus the host's share: T = a x T_roof(mode) + b / f_cpu + c,
-    fitted by least squares on the measured modes (the roofline alone leaves out kernel launches and the
+    fitted by relative least squares on the measured modes (the roofline alone leaves out kernel launches and the
     serving thread's work, which scale with the CPU clock). Power from the energy roofline's constants:
     P = (eps_flop W + eps_byte Q) / T + pi0, scaled by one factor fitted on the same modes."""
 
@@ -153,13 +155,16 @@ class LatencyModel:
 
     @classmethod
     def fit(cls, roofs: dict[PowerMode, Roof], measured: dict[PowerMode, Observed], w: float, q: float) -> LatencyModel:
-        """Least squares on the measured modes, each term kept non-negative."""
+        """Relative least squares on the measured modes, each term kept non-negative."""
         import numpy as np
 
         rows = [(roofline_time_s(w, q, roofs[m].peak_flops, roofs[m].peak_bytes_per_s), 1000.0 / m.cpu_mhz, 1.0,
                  o.latency_s) for m, o in measured.items() if m in roofs]
-        x = np.array([r[:3] for r in rows])
-        y = np.array([r[3] for r in rows])
+        # Relative least squares (each row divided by its latency): the fast modes near the bound matter, not
+        # the slowest ones, which plain least squares would fit at their expense.
+        y0 = np.array([r[3] for r in rows])
+        x = np.array([r[:3] for r in rows]) / y0[:, None]
+        y = np.ones_like(y0)
         coef = np.linalg.lstsq(x, y, rcond=None)[0]
         if coef[0] < 0:      # keep the physics: neither term may speed things up
             b, c = np.linalg.lstsq(x[:, [1, 2]], y, rcond=None)[0]
@@ -207,6 +212,30 @@ def tune(board: EmulatedBoard, workload: str, batch_size: int, bound: float, roo
         for _e, mode in ranked[:CANDIDATES]:
             measured[mode] = observe(board, workload, mode, batch_size)
     best = min((o for o in measured.values() if o.latency_s <= limit), key=lambda o: o.energy_j, default=maxn)
+    # Then step down from the best measured mode, one knob one grid step at a time, while a step saves
+    # energy within the bound (each step's neighbours measured): the predictions miss where host and GPU
+    # time overlap (a max, not a sum), and a few measured steps recover what they miss.
+    values = {k: sorted({getattr(m, k) for m in modes}) for k in ("cores", "cpu_mhz", "gpu_mhz", "mem_mhz")}
+    current = cat.parse_mode(best.mode)
+    while len(measured) < MAX_RUNS:
+        step = None
+        for knob, vals in values.items():
+            i = vals.index(getattr(current, knob))
+            if i == 0:
+                continue
+            nxt = PowerMode(**{**current.__dict__, knob: vals[i - 1]})
+            if nxt not in roofs:
+                continue
+            if nxt not in measured:
+                if len(measured) >= MAX_RUNS:
+                    break
+                measured[nxt] = observe(board, workload, nxt, batch_size)
+            o = measured[nxt]
+            if o.latency_s <= limit and o.energy_j < best.energy_j and (step is None or o.energy_j < step[1].energy_j):
+                step = (nxt, o)
+        if step is None:
+            break
+        current, best = step
     runs = len(measured)
     # The oracle: every mode of the grid, noiseless.
     oracle = None
