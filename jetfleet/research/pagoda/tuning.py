@@ -238,18 +238,17 @@ def tune(board: EmulatedBoard, workload: str, batch_size: int, bound: float, roo
         current, best = step
     runs = len(measured)
     # The oracle: every mode of the grid, noiseless.
-    oracle = None
+    oracle: Observed | None = None
+    ref_t = board.expected_inference(workload, cat.maxn, batch_size=batch_size)[0]
     for mode in roofs:
         key = (workload, batch_size, mode)
-        o = oracle_cache.get(key) if oracle_cache is not None else None
-        if o is None:
-            o = expected(board, workload, mode, batch_size)
+        seen = oracle_cache.get(key) if oracle_cache is not None else None
+        if seen is None:
+            seen = expected(board, workload, mode, batch_size)
             if oracle_cache is not None:
-                oracle_cache[key] = o
-        ref_t = board.expected_inference(workload, cat.maxn, batch_size=batch_size)[0]
-        if o.latency_s <= bound * ref_t and (oracle is None or o.energy_j < oracle.energy_j):
-            oracle = o
-    assert oracle is not None or math.isfinite(bound)
+                oracle_cache[key] = seen
+        if seen.latency_s <= bound * ref_t and (oracle is None or seen.energy_j < oracle.energy_j):
+            oracle = seen
     return Tuned(cat.model, workload, batch_size, bound, maxn, dvfs, best, oracle or expected(board, workload, cat.maxn,
                                                                                              batch_size), runs)
 
