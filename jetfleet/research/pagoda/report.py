@@ -23,6 +23,7 @@ BATCHES = (1, 16)
 LATENCY_BOUND = 1.05          # Pagoda: "minimal slowdown"; the issue's target: <= 5% more latency than MAXN
 TARGET_SAVING = 0.15
 SEED = 7
+START_S = 1.7e9            # the emulated boards' clock at the start (board time then runs ahead, accelerated)
 # Published (PUBLISHED.md): Stony Brook's energy-optimal savings vs DVFS, % (Nano: six models, Xavier NX: three).
 STONY_BROOK = {"nano": [13, 19, 15, 9, 17, 17], "xavier-nx": [2, 13, 15]}
 # Published analytical inference cost per batch of 1 (Pagoda's model): GFLOP / MB.
@@ -110,7 +111,8 @@ def run_report(out: Path, *, say: Callable[[str], None] = print,
     plots: dict[str, tuple[str, str]] = {}
     sweeps: dict[str, dict[str, list[tuple[float, Any]]]] = {}
     for model in BOARDS:
-        board = EmulatedBoard(model, seed=SEED)
+        # A fixed start on the board's clock: its noise is keyed on the clock, so the report replays exactly.
+        board = EmulatedBoard(model, seed=SEED, clock=lambda: START_S)
         grid = inference_grid(board.catalog)
         roofs = measure_roofs(board, grid, 1.0)
         tp, ep, points = _roofline_plots(board, roofs, out)
