@@ -59,7 +59,7 @@ def measure(device: Device, mode: PowerMode, seconds: float = 0.0, sample_interv
     watts, used = [], 0
     for run in runs:
         t0 = run.start_s + RAMP_SHARE * (run.end_s - run.start_s)
-        inside = [s.total_w for s in samples if t0 <= s.t_s <= run.end_s]
+        inside = [s.total_w for s in samples if t0 <= s.t_s < run.end_s]   # the end belongs to the next window
         if not inside:
             raise DeviceError(f"the {run.kernel} kernel's window in {mode} holds no power sample", field="power")
         watts.append(statistics.fmean(inside))
