@@ -112,6 +112,7 @@ eval: $(STAMP) system-deps
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider -m slow -s
 	$(VENV)/bin/jetfleet eval choices --out eval-choices
 	$(VENV)/bin/jetfleet eval powertrain --out eval-powertrain
+	$(VENV)/bin/jetfleet eval fulcrum --out eval-fulcrum
 
 clean:
 	rm -rf $(VENV) $(PROTO_VENV) .venv-py* .pytest_cache .mypy_cache .ruff_cache

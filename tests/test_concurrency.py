@@ -157,3 +157,55 @@ def test_bad_scheduler_arguments_are_refused():
         _sched(4, 0.0)
     with pytest.raises(InvalidArgument, match="slack"):
         _sched(4, 0.1, slack=1.5)
+
+
+def test_streams_no_configuration_can_serve_are_refused_naming_what_is_achievable():
+    from jetfleet.shared.concurrency import check_serviceable
+
+    table = {1: 0.02, 4: 0.04, 16: 0.12}          # best latency over the modes per batch size
+    check_serviceable(30, 0.1, table, "w")        # batch 4 keeps up at 30/s (40 ms < 133 ms per 4 requests)
+    with pytest.raises(InvalidArgument, match="below the fastest single-request latency of w on this board, 20.0 ms"):
+        check_serviceable(1, 0.01, table, "w")
+    with pytest.raises(InvalidArgument, match=r"at most 133.3 requests/s") as e:
+        check_serviceable(500, 1.0, table, "w")
+    assert e.value.field == "arrival_rate"
+    with pytest.raises(InvalidArgument, match=r"best achievable latency is 120.0 ms \(batch 16\)"):
+        check_serviceable(110, 0.1, table, "w")
+
+
+def _cli(*args):
+    import json
+
+    from click.testing import CliRunner
+
+    from jetfleet.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["twin", "concurrent", "--board", "agx-orin", "--training", "resnet18", *args])
+    return r, (json.loads(r.output) if r.exit_code == 0 and "--output" in args else None)
+
+
+def test_twin_concurrent_cli_managed_beats_native_on_training_and_variability():
+    args = ["--inference", "mobilenet_v3", "--arrival-rate", "20", "--latency-budget", "150ms", "--batch-size", "8",
+            "--duration", "30", "--output", "json"]
+    r, managed = _cli(*args)
+    assert r.exit_code == 0, r.output
+    r, native = _cli(*args, "--native")
+    assert r.exit_code == 0, r.output
+    assert managed["percentile"] == 95 and managed["within_budget"] and managed["served"] == native["served"]
+    assert managed["train_per_s"] > native["train_per_s"]
+    assert managed["p99_ms"] - managed["p50_ms"] < native["p99_ms"] - native["p50_ms"]
+    assert 20 < managed["power_mean_w"] < native["power_mean_w"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--inference", "mobilenet_v3", "--arrival-rate", "20", "--latency-budget", "10ms"], "fastest single-request"),
+    (["--inference", "bert_base", "--arrival-rate", "20", "--latency-budget", "100ms"], "best achievable latency"),
+    (["--inference", "bert_base", "--arrival-rate", "100", "--latency-budget", "1s"], "no mode serves"),
+    (["--inference", "mobilenet_v3", "--arrival-rate", "20", "--latency-budget", "100ms", "--batch-size", "65"],
+     "batch-size=65"),
+    (["--inference", "nope", "--arrival-rate", "20", "--latency-budget", "100ms"], "unknown inference workload"),
+    (["--inference", "lstm", "--arrival-rate", "20", "--latency-budget", "fast"], "latency like 50ms"),
+])
+def test_twin_concurrent_cli_refuses_bad_input(args, message):
+    r, _ = _cli(*args)
+    assert r.exit_code != 0 and message in r.output, r.output

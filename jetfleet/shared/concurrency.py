@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -339,3 +339,30 @@ class ManagedScheduler:
             trained += 1
         result.span_s = self.clock.now() - t0
         return result
+
+
+def check_serviceable(rate: float, budget_s: float, latency_s: Mapping[int, float], workload: str) -> None:
+    """Refuse a request stream no configuration can serve within its budget. ``latency_s`` maps a batch size to the
+    lowest latency of one forward pass of that many requests over the board's modes (measured or predicted).
+
+    - a budget below the fastest single-request latency: InvalidArgument on ``latency_budget`` naming it;
+    - no batch size keeps up with ``rate`` (n requests per pass arrive faster than a pass serves them):
+      InvalidArgument on ``arrival_rate`` naming the highest rate any batch size sustains;
+    - the best latency among the batch sizes that keep up is over the budget: InvalidArgument on ``arrival_rate``
+      naming that best achievable latency."""
+    check_arrival_rate(rate)
+    check_latency_budget(budget_s)
+    fastest = latency_s[min(latency_s)]
+    if budget_s < fastest:
+        raise InvalidArgument(f"latency budget {budget_s * 1e3:g} ms is below the fastest single-request latency of "
+                              f"{workload} on this board, {fastest * 1e3:.1f} ms", field="latency_budget")
+    stable = {n: t for n, t in latency_s.items() if rate * t / n < 1.0}
+    if not stable:
+        top = max(n / t for n, t in latency_s.items())
+        raise InvalidArgument(f"no mode serves {workload} at {rate:g} requests/s: at most {top:.1f} requests/s "
+                              "(the largest batch at the fastest mode)", field="arrival_rate")
+    best = min(stable.values())
+    if best > budget_s:
+        raise InvalidArgument(f"no mode serves {workload} at {rate:g} requests/s within {budget_s * 1e3:g} ms: the best "
+                              f"achievable latency is {best * 1e3:.1f} ms (batch {min(stable, key=stable.__getitem__)})",
+                              field="arrival_rate")
