@@ -22,6 +22,14 @@ def test_profile_interpolates_between_characterised_batch_sizes_and_round_trips(
     assert q.train_s == pytest.approx(p.train_s) and q.infer_w == pytest.approx(p.infer_w)
 
 
+def test_a_seed_replays_the_same_measurements():
+    mode = grid_modes("agx-orin")[200]
+    a = Lab("agx-orin", 3).profile("resnet18", "lstm", mode)
+    b = Lab("agx-orin", 3).profile("resnet18", "lstm", mode)
+    c = Lab("agx-orin", 4).profile("resnet18", "lstm", mode)
+    assert a == b and a != c
+
+
 def test_strategies_on_one_scenario_gmd_stays_within_its_mode_budget_and_nothing_beats_the_optimum():
     lab = Lab("agx-orin")
     sc = Scenario("agx-orin", "resnet18", "mobilenet_v3", 10.0, 0.12, 30.0)

@@ -145,7 +145,8 @@ def evaluate(setup: Setup = FULL, progress: Callable[[int, int, str], None] | No
         if opt.mode is None:
             report.infeasible.append(sc)
             continue
-        opt_actual = actually_run(sc, opt.mode, opt.batch_size, opt.known, act_arr, setup.slack)  # type: ignore[arg-type]
+        opt_actual = actually_run(sc, opt.mode, opt.batch_size, opt.known, act_arr, setup.slack,  # type: ignore[arg-type]
+                                  setup.seed)
         best = opt_actual.train_per_s
         strategies: list[tuple[Callable[[], C.Choice], float]] = [
             (partial(C.gmd, planner), 0.0), (partial(C.als, planner, am), als_s),
@@ -155,16 +156,17 @@ def evaluate(setup: Setup = FULL, progress: Callable[[int, int, str], None] | No
             t = time.perf_counter()
             ch = make()
             wall = time.perf_counter() - t + setup_s
-            report.runs.append(_score(sc, ch, wall, act_arr, setup.slack, best))
+            report.runs.append(_score(sc, ch, wall, act_arr, setup.slack, best, setup.seed))
         report.runs.append(Run(sc, "optimum", str(opt.mode), opt.batch_size, opt.modes_profiled, opt_s, opt_actual,
                                opt_actual.feasible(sc), best, 0.0))
     return report
 
 
-def _score(sc: Scenario, ch: C.Choice, wall: float, arrivals: np.ndarray, slack: float, best: float) -> Run:
+def _score(sc: Scenario, ch: C.Choice, wall: float, arrivals: np.ndarray, slack: float, best: float,
+           seed: int) -> Run:
     if ch.mode is None or ch.known is None:
         return Run(sc, ch.strategy, "none", 0, ch.modes_profiled, wall, None, False, best, 100.0)
-    actual = actually_run(sc, ch.mode, ch.batch_size, ch.known, arrivals, slack)
+    actual = actually_run(sc, ch.mode, ch.batch_size, ch.known, arrivals, slack, seed)
     gap = 100.0 * (best - actual.train_per_s) / best if best > 0 else 0.0
     return Run(sc, ch.strategy, str(ch.mode), ch.batch_size, ch.modes_profiled, wall, actual, actual.feasible(sc),
                best, gap)
