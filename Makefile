@@ -113,6 +113,7 @@ eval: $(STAMP) system-deps
 	$(VENV)/bin/jetfleet eval choices --out eval-choices
 	$(VENV)/bin/jetfleet eval powertrain --out eval-powertrain
 	$(VENV)/bin/jetfleet eval pagoda --out eval-pagoda
+	$(VENV)/bin/jetfleet eval fulcrum --out eval-fulcrum
 
 clean:
 	rm -rf $(VENV) $(PROTO_VENV) .venv-py* .pytest_cache .mypy_cache .ruff_cache

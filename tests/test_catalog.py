@@ -57,7 +57,7 @@ def test_bad_modes_name_the_knob_and_what_is_allowed(text, knob, hint):
 def test_unknown_board_and_grid():
     with pytest.raises(NotFound, match="agx-orin, agx-xavier, nano, orin-nano, tx2, xavier-nx"):
         get_catalog("jetson-tk1")
-    with pytest.raises(InvalidArgument, match="full, powertrain, presets"):
+    with pytest.raises(InvalidArgument, match="full, inference, powertrain, presets"):
         get_catalog("agx-orin").grid("half")
 
 

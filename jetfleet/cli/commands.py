@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "controller": ("jetfleet.cli.fleet:controller_group", "The central controller."),
     "devices": ("jetfleet.cli.devices:devices_group", "Boards known to the controller."),
     "eval": ("jetfleet.cli.evals:eval_group",
-             "Reproduce PowerTrain's and Pagoda's evaluations (emulated boards, or any two profile files)."),
+             "Reproduce PowerTrain's, Pagoda's and Fulcrum's evaluations (emulated boards, or any two profile files)."),
     "job": ("jetfleet.cli.jobs:job_group",
             "Training jobs under a goal: profile, transfer, choose, run, keep the goal, summarise."),
     "lab": ("jetfleet.cli.fleet:lab_group", "A controller with the embedded store plus emulated agents, in one process."),

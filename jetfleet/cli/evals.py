@@ -15,7 +15,7 @@ from jetfleet.shared.errors import InvalidArgument
 
 @click.group("eval")
 def eval_group() -> None:
-    """Reproduce PowerTrain's and Pagoda's evaluations (emulated boards, or any two profile files)."""
+    """Reproduce PowerTrain's, Pagoda's and Fulcrum's evaluations (emulated boards, or any two profile files)."""
 
 
 def _check_repeats(repeats: int | None) -> None:
@@ -121,3 +121,26 @@ def eval_pagoda(out_dir: str, output: str) -> None:
     emit(output, {"report": str(path), "results": str(path.parent / "pagoda-results.json"),
                   "plots": sorted(str(p) for p in path.parent.glob("pagoda-*.png"))},
          lambda d: f"report written to {d['report']}")
+
+
+@eval_group.command("fulcrum")
+@click.option("--out", "out_dir", default="eval-fulcrum", show_default=True, type=click.Path(file_okay=False))
+@click.option("--quick", is_flag=True, help="one scenario on AGX Orin (seconds): the machinery, not the figures")
+@output_option
+@handle_errors
+def eval_fulcrum(out_dir: str, quick: bool, output: str) -> None:
+    """Fulcrum: concurrent training + inference, GMD / ALS / baselines vs the exhaustive optimum on emulated boards:
+    share of runs within both budgets, throughput gap, modes profiled (markdown + PNG in --out)."""
+    from jetfleet.research.fulcrum.evaluate import run_report
+
+    say, step, progress = _steps("eval fulcrum", output)
+    try:
+        path = run_report(Path(out_dir), quick=quick, progress=step)
+    finally:
+        progress.close()
+    results = json.loads((path.parent / "results.json").read_text())
+    emit(output, {"report": str(path), "results": str(path.parent / "results.json"), "table": results["table"],
+                  "infeasible_scenarios": len(results["infeasible_scenarios"]), "quick": quick},
+         lambda d: f"report written to {d['report']}\n" + "\n".join(
+             f"  {r['strategy']:<10} within budgets {r['within_budgets_pct']:5.1f}%  gap mean {r['gap_mean_pct']:5.1f}%  "
+             f"modes {r['modes_profiled_max']}" for r in d["table"]))

@@ -72,7 +72,7 @@ def read_modes_file(path: str) -> tuple[list[str], list[int]]:
 @click.option("--board-model", default="", help="... or every online board of a model, sharing the work",
               shell_complete=complete_board_models)
 @click.option("--modes", "modes", required=True,
-              help="full, powertrain, presets, random:K, or a file with one mode per line")
+              help="full, powertrain, inference (AGX boards), presets, random:K, or a file with one mode per line")
 @click.option("--minibatches", default=defaults.MINIBATCHES, show_default=True, type=click.IntRange(1, MAX_MINIBATCHES),
               help="kept per mode, after warm-up")
 @click.option("--seed", default=0, show_default=True, type=UINT32, help="for random:K")

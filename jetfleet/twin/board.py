@@ -21,7 +21,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from jetfleet.agent.device.base import BoardInfo, Capabilities, Device, KernelRun, MinibatchCallback, RunResult, TelemetrySample
+from jetfleet.agent.device.base import (
+    BoardInfo,
+    Capabilities,
+    ConcurrentSteps,
+    Device,
+    KernelRun,
+    MinibatchCallback,
+    RunResult,
+    TelemetrySample,
+)
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode, Rail, builtin_catalogs, get_catalog
 from jetfleet.shared.errors import InvalidArgument
@@ -158,6 +167,34 @@ class EmulatedBoard(Device):
         steady = self._inference_steady(workload, self.catalog.validate(mode), batch_size)
         return steady.minibatch_s * self.time_factor, steady.total_w * self.power_factor
 
+    def step_inference(self, workload: str, n: int) -> float:
+        """One forward pass of ``n`` requests inside a running concurrent session (model loaded and warm): its
+        seconds on the board's clock (jitter, no warm-up), recorded for the power sensor."""
+        check_batch_size(n)
+        return self._run(workload, 1, lambda m: self._inference_steady(workload, m, n), 0.0, None,
+                         warm=False).minibatch_times_s[0]
+
+    def step_training(self, workload: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
+                      workers: int = defaults.WORKERS) -> float:
+        """One training minibatch inside a running concurrent session (loader started, warm): its seconds."""
+        spec = self.workloads.get(workload)
+        check_run_args(1, minibatch_size, workers)
+        return self._run(spec.name, 1, lambda m: self._steady(spec.name, m, minibatch_size, workers), 0.0, None,
+                         warm=False).minibatch_times_s[0]
+
+    def open_concurrent(self, training: str, inference: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
+                        workers: int = defaults.WORKERS) -> ConcurrentSteps:
+        """A concurrent session on the twin: each step takes its (jittered) time on the board's clock."""
+        self.workloads.get(training)
+        self.workloads.inference_characterisation(inference)
+        check_run_args(1, minibatch_size, workers)
+        return _TwinSteps(self, training, inference, minibatch_size, workers)
+
+    def wait(self, seconds: float) -> None:
+        """Let ``seconds`` of idle board time pass (accelerated like work: a scheduler waiting for requests)."""
+        if seconds > 0:
+            self._advance(seconds)
+
     def idle_power_w(self, mode: PowerMode) -> float:
         """This board's noiseless power in ``mode`` with nothing running (W)."""
         return _idle(self.model, self.catalog.validate(mode)).total_w * self.power_factor
@@ -173,14 +210,14 @@ class EmulatedBoard(Device):
         return steady
 
     def _run(self, name: str, n: int, steady_of: Callable[[PowerMode], Steady], setup_s: float,
-             on_step: MinibatchCallback | None) -> RunResult:
+             on_step: MinibatchCallback | None, *, warm: bool = True) -> RunResult:
         """``n`` steps (minibatches or forward passes) at ``steady_of(mode)``'s pace, re-read when the mode changes."""
         mode = self._mode
         steady = steady_of(mode)
         with self._lock:
             self._runs += 1
             run = self._runs
-        factors = self._factors(n, run)
+        factors = self._factors(n, run, warm)
         times = steady.minibatch_s * self.time_factor * factors
         start = self.now_s()
         work_start = start + setup_s
@@ -264,11 +301,13 @@ class EmulatedBoard(Device):
         result: np.ndarray = steady.minibatch_s * self.time_factor * self._factors(n, run)
         return result
 
-    def _factors(self, n: int, run: int) -> np.ndarray:
+    def _factors(self, n: int, run: int, warm_up: bool = True) -> np.ndarray:
         """Each minibatch's time relative to the steady state: warm-up transient times jitter, seeded by the run."""
         rng = np.random.default_rng([self.seed, 2, run])
         warm = 1.0 + WARMUP_EXTRA * np.exp(-np.arange(n) / (WARMUP_MINIBATCHES / 3.0))
         warm[WARMUP_MINIBATCHES:] = 1.0
+        if not warm_up:
+            warm[:] = 1.0
         result: np.ndarray = warm * rng.lognormal(0.0, TIME_JITTER, n)
         return result
 
@@ -371,6 +410,20 @@ class EmulatedBoard(Device):
                 gpu_mhz=mode.gpu_mhz, mem_mhz=mode.mem_mhz, cores_online=mode.cores,
                 temps_c={"cpu": t[0], "gpu": t[1], "soc": t[2]}, cpu_util=cpu_util[i], gpu_util=gpu_util[i]))
         return out
+
+
+class _TwinSteps(ConcurrentSteps):
+    def __init__(self, board: EmulatedBoard, training: str, inference: str, minibatch_size: int, workers: int) -> None:
+        self.board, self.training, self.inference = board, training, inference
+        self.minibatch_size, self.workers = minibatch_size, workers
+
+    def train(self) -> float:
+        """One twin training minibatch; its seconds."""
+        return self.board.step_training(self.training, minibatch_size=self.minibatch_size, workers=self.workers)
+
+    def infer(self, n: int) -> float:
+        """One twin forward pass of ``n`` requests; its seconds."""
+        return self.board.step_inference(self.inference, n)
 
 
 @lru_cache(maxsize=64)

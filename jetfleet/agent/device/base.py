@@ -80,6 +80,22 @@ class KernelRun:
 MinibatchCallback = Callable[[int, float], Optional[bool]]  # typing.Callable: subscripted at run time (3.8)
 
 
+class ConcurrentSteps(abc.ABC):
+    """One step at a time of a concurrent session: ``train()`` one minibatch, ``infer(n)`` one forward pass of n
+    requests; each returns its seconds on the board's clock."""
+
+    @abc.abstractmethod
+    def train(self) -> float:
+        """Train one minibatch."""
+
+    @abc.abstractmethod
+    def infer(self, n: int) -> float:
+        """Serve one batch of ``n`` requests."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the session's models and loader."""
+
+
 class Device(abc.ABC):
     """One board. Methods block; the agent calls them from worker threads unless
     ``capabilities.cheap_io`` says they never block."""
@@ -142,6 +158,12 @@ class Device(abc.ABC):
                       on_batch: MinibatchCallback | None = None) -> RunResult:
         """Serve ``n`` forward passes of ``batch_size`` requests of a registered workload back to back (fewer if
         ``on_batch`` returns True); ``minibatch_times_s`` holds each batch's latency (issue 15)."""
+
+    @abc.abstractmethod
+    def open_concurrent(self, training: str, inference: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
+                        workers: int = defaults.WORKERS) -> ConcurrentSteps:
+        """A session training ``training`` and serving ``inference`` one step at a time (issue 15): the model and
+        loader stay loaded between steps, so the managed scheduler can interleave them."""
 
     def trace(self, t0_s: float, t1_s: float, period_s: float) -> list[TelemetrySample]:
         """The samples a sampler every ``period_s`` would have taken from t0 to t1 on the board's clock.

@@ -24,7 +24,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from jetfleet.agent.device.base import BoardInfo, Device, KernelRun, MinibatchCallback, RunResult, TelemetrySample
+from jetfleet.agent.device.base import (
+    BoardInfo,
+    ConcurrentSteps,
+    Device,
+    KernelRun,
+    MinibatchCallback,
+    RunResult,
+    TelemetrySample,
+)
 from jetfleet.agent.device.fan import Fan
 from jetfleet.agent.device.jtop_source import JtopFactory, JtopTelemetry, default_jtop
 from jetfleet.agent.device.nvpmodel import PAPERS_ID, NvpModel, preset_mode
@@ -288,6 +296,14 @@ class JetsonBoard(Device):
         times = run_inference(workload, n, batch_size=batch_size, on_batch=on_batch,
                               plugin=self.plugins.get(workload))
         return RunResult(workload, times, start, time.time())
+
+    def open_concurrent(self, training: str, inference: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
+                        workers: int = defaults.WORKERS) -> ConcurrentSteps:
+        """Real torch on this board: a training session and a loaded inference model, stepped one at a time."""
+        from jetfleet.agent.workloads.concurrent import TorchConcurrentSteps  # torch only when serving
+
+        return TorchConcurrentSteps(training, inference, minibatch_size=minibatch_size, workers=workers,
+                                    plugins=self.plugins)
 
     def close(self) -> None:
         """Stop the telemetry source and put the board back as it was found (DeviceError if that failed)."""

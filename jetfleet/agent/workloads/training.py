@@ -6,7 +6,7 @@ On a board this runs on the GPU; tests run it on the CPU with ``scale`` < 1 (tin
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -133,3 +133,42 @@ def run_training(name: str, minibatches: int, *, minibatch_size: int = defaults.
             break
         start = now
     return times
+
+
+class TrainingSession:
+    """A training loop one minibatch at a time (the concurrent scheduler interleaves it with inference batches):
+    the model, optimiser and a DataLoader that keeps producing minibatches; ``step()`` trains one, its seconds."""
+
+    def __init__(self, name: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE, workers: int = defaults.WORKERS,
+                 scale: float = 1.0, device: str | None = None, seed: int = 0,
+                 plugin: WorkloadPlugin | None = None, length: int = 100_000) -> None:
+        check_run_args(1, minibatch_size, workers)
+        self.name, self.plugin = name, plugin
+        self.dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        torch.manual_seed(seed)
+        self.model = build_model(name, scale, plugin).to(self.dev).train()
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=1e-3, momentum=0.9)
+        data = SyntheticSamples(shapes(name, scale, plugin), length * minibatch_size, seed)
+        self._loader = DataLoader(data, batch_size=minibatch_size, num_workers=workers, drop_last=True,
+                                  pin_memory=self.dev.type == "cuda")
+        self._it: Iterator[Any] = iter(self._loader)
+
+    def step(self) -> float:
+        """Train one minibatch (data wait included, GPU synchronised); its seconds."""
+        start = time.perf_counter()
+        try:
+            x, y = next(self._it)
+        except StopIteration:
+            self._it = iter(self._loader)
+            x, y = next(self._it)
+        x, y = x.to(self.dev, non_blocking=True), y.to(self.dev, non_blocking=True)
+        self.opt.zero_grad(set_to_none=True)
+        training_loss(self.name, self.model(x), y, self.plugin).backward()
+        self.opt.step()
+        if self.dev.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        """Stop the loader's workers."""
+        self._it = iter(())
