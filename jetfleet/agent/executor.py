@@ -23,6 +23,14 @@ from jetfleet.agent.device.base import Device
 from jetfleet.agent.energy import EnergyMeter
 from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.profiler import ProfileRequest, profile
+from jetfleet.agent.serving import (
+    DEFAULT_LATENCY_WINDOW_S,
+    StreamStats,
+    check_inference_request,
+    check_serving,
+    measure_inference,
+    serve_beside_training,
+)
 from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_command_id
 from jetfleet.shared.catalog import PowerMode
@@ -85,6 +93,10 @@ class CommandExecutor:
             if not 0 <= r.progress_interval_s <= MAX_PROGRESS_INTERVAL_S:
                 raise InvalidArgument(f"progress_interval_s={r.progress_interval_s:g} is out of range; allowed "
                                       f"0..{MAX_PROGRESS_INTERVAL_S:g}", field="run_training.progress_interval_s")
+            check_serving(r, self.workloads)
+        elif kind == "run_inference":
+            self.catalog.validate(mode_from_pb(cmd.run_inference.mode))
+            check_inference_request(cmd.run_inference, self.workloads)
         elif kind == "cancel":
             check_command_id(cmd.cancel.target_command_id, "cancel.target_command_id")
         elif kind == "run_profile":
@@ -137,6 +149,8 @@ class CommandExecutor:
                     out.profile.CopyFrom(await self._profile(cmd))
                 elif kind == "run_roofline":
                     out.roofline.CopyFrom(await self._roofline(cmd))
+                elif kind == "run_inference":
+                    out.inference.CopyFrom(await self._inference(cmd))
         except JetfleetError as e:
             out.ok = False
             out.error.CopyFrom(error_pb(e))
@@ -212,6 +226,16 @@ class CommandExecutor:
             self.metrics.set_mode(mode_from_pb(result.mode))
         return result
 
+    async def _inference(self, cmd: agent_pb2.Command) -> agent_pb2.InferenceResult:
+        ev = self._cancel[cmd.command_id] = threading.Event()
+        try:
+            result = await to_thread(measure_inference, self.device, cmd.run_inference, self.workloads, ev)
+        finally:
+            self._cancel.pop(cmd.command_id, None)
+        if self.metrics:
+            self.metrics.set_mode(mode_from_pb(result.mode))
+        return result
+
     def _observer(self, workload: str) -> Callable[[int, float], None] | None:
         metrics = self.metrics
         if metrics is None:
@@ -227,15 +251,20 @@ class CommandExecutor:
         t0 = meter.start()
         done = [0]
         next_report = [t0 + r.progress_interval_s]
+        stats = (StreamStats(r.latency_budget_s, r.latency_window_s or DEFAULT_LATENCY_WINDOW_S,
+                             int(r.inference_batch_size)) if r.inference_workload else None)
 
         def report(final: bool) -> None:
             sink = self.on_progress
             if sink is None:
                 return
             now = self.device.now_s()
-            sink(agent_pb2.TrainingProgress(command_id=cid, minibatches_done=done[0], t_s=now, elapsed_s=now - t0,
-                                            energy_j=meter.energy_j(now), mode=mode_to_pb(self.device.read_mode()),
-                                            final=final))
+            msg = agent_pb2.TrainingProgress(command_id=cid, minibatches_done=done[0], t_s=now, elapsed_s=now - t0,
+                                             energy_j=meter.energy_j(now), mode=mode_to_pb(self.device.read_mode()),
+                                             final=final)
+            if stats is not None:
+                msg.inference.CopyFrom(stats.report(now))
+            sink(msg)
 
         def on_minibatch(i: int, t: float) -> None:
             done[0] = i + 1
@@ -248,10 +277,22 @@ class CommandExecutor:
                 raise Cancelled(f"training cancelled after {i + 1} minibatches", field="command_id")
 
         self._training.add(cid)
+        times: list[float] = []
+
+        def counted(i: int, t: float) -> None:
+            times.append(t)
+            on_minibatch(i, t)
+
         try:
-            run = await to_thread(self.device.run_minibatches, r.workload, r.minibatches,
-                                  minibatch_size=r.minibatch_size or defaults.MINIBATCH_SIZE, workers=r.workers,
-                                  on_minibatch=on_minibatch)
+            if stats is not None:
+                start, stop = await to_thread(serve_beside_training, self.device, r, on_minibatch=counted, stats=stats,
+                                              minibatch_size=r.minibatch_size or defaults.MINIBATCH_SIZE)
+                workload = r.workload
+            else:
+                run = await to_thread(self.device.run_minibatches, r.workload, r.minibatches,
+                                      minibatch_size=r.minibatch_size or defaults.MINIBATCH_SIZE, workers=r.workers,
+                                      on_minibatch=on_minibatch)
+                workload, times, start, stop = run.workload, list(run.minibatch_times_s), run.start_s, run.end_s
         finally:
             async with self._step_lock:
                 self._training.discard(cid)
@@ -260,6 +301,8 @@ class CommandExecutor:
             if r.progress_interval_s:
                 await to_thread(report, True)
         end = self.device.now_s()
-        return agent_pb2.TrainingResult(workload=run.workload, minibatch_times_s=run.minibatch_times_s,
-                                        start_s=run.start_s, end_s=run.end_s, energy_j=meter.energy_j(end),
-                                        elapsed_s=end - t0)
+        out = agent_pb2.TrainingResult(workload=workload, minibatch_times_s=times, start_s=start, end_s=stop,
+                                       energy_j=meter.energy_j(end), elapsed_s=end - t0)
+        if stats is not None:
+            out.inference.CopyFrom(stats.report(end))
+        return out

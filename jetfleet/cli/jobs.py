@@ -55,6 +55,15 @@ def job_text(d: dict[str, Any]) -> str:
     for s in d["segments"]:
         lines.append(f"  ran {s['mode']} on {s['device_id']}: {s['minibatches']} minibatches, {s['seconds']:.0f} s, "
                      f"{s['energy_j'] / 1e3:.2f} kJ")
+    inf = d.get("inference")
+    if inf:
+        ms = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+        lines.append(f"  inference {inf['workload']} at {inf['arrival_rate']:g} req/s" + (" (trace)" if inf["trace"] else "")
+                     + f", batches of up to {inf['batch_size']} ({inf['choice']}"
+                     + (f"; simulated p95 {inf['predicted_p95_ms']:.1f} ms" if inf["predicted_p95_ms"] else "") + ")")
+        lines.append(f"    {inf['served']} served, {inf['late']} late, {inf['dropped']} dropped; last window p50 "
+                     f"{ms(inf['p50_ms'])} / p95 {ms(inf['p95_ms'])} / p99 {ms(inf['p99_ms'])} ms, budget "
+                     f"{inf['latency_budget_ms']:g} ms on p95" + ("" if inf["latency_kept"] else " — OVER"))
     if d["state"] in ("done", "failed", "cancelled") or d["steps"] or d["observed"]:
         lines.append(f"  goal {'kept' if d['goal_kept'] else 'MISSED'}" + (" so far" if d["state"] in ACTIVE else ""))
     return "\n".join(x for x in lines if x)
@@ -83,6 +92,13 @@ def job_group() -> None:
 @click.option("--max-steps", default=0, type=click.IntRange(0), help="closed-loop steps (default 3)")
 @click.option("--window", "window_s", default=0.0, type=float, help="board seconds per power check (default 10)")
 @click.option("--request-id", default="", help="a retried submit with this id returns the same job")
+@click.option("--with-inference", "inference_workload", default="", shell_complete=complete_workloads,
+              help="serve this workload's inference beside the training (needs --power-budget)")
+@click.option("--arrival-rate", default=0.0, type=float, help="Poisson requests/s of the inference stream ...")
+@click.option("--trace", "trace_path", default=None, help="... or a file of arrival times (s), one per line")
+@click.option("--latency-budget", default=None, help="on the p95 request latency, e.g. 50ms")
+@click.option("--inference-batch-size", default=0, type=int, help="largest batch served at once, 1..64 (default: "
+              "the controller chooses)")
 @click.option("--wait", is_flag=True, help="follow the job until it ends (Ctrl-C stops following; the job goes on)")
 @connection_options
 @output_option
@@ -90,10 +106,28 @@ def job_group() -> None:
 def job_submit(conn: Connection, workload: str, device_id: str, board_model: str, power_budget: str | None,
                deadline: str | None, min_energy: bool, minibatches: int, epochs: int, minibatches_per_epoch: int,
                profile_modes: int, strategy: str, confidence: float, max_steps: int, window_s: float, request_id: str,
-               wait: bool, output: str) -> None:
-    """Submit a training job; prints its id at once (and, with --wait, its progress and summary)."""
+               inference_workload: str, arrival_rate: float, trace_path: str | None, latency_budget: str | None,
+               inference_batch_size: int, wait: bool, output: str) -> None:
+    """Submit a training job; prints its id at once (and, with --wait, its progress and summary). With
+    --with-inference it serves that inference stream beside the training, the mode and largest batch chosen to
+    keep both the power budget and the latency budget (on p95)."""
     if epochs and not minibatches_per_epoch:
         raise click.UsageError("--epochs needs --minibatches-per-epoch (the length of an epoch in minibatches)")
+    if inference_batch_size:
+        from jetfleet.shared.workloads.inference import check_batch_size
+
+        check_batch_size(inference_batch_size, "inference_batch_size")
+    times: list[float] = []
+    if trace_path:
+        from jetfleet.cli.common import read_text_file
+        from jetfleet.shared.concurrency import read_trace
+
+        times = [float(t) for t in read_trace(read_text_file(trace_path, "trace"))]
+    budget_s = 0.0
+    if latency_budget:
+        from jetfleet.cli.boards import parse_latency
+
+        budget_s = parse_latency(latency_budget)
     with conn.client() as c:
         job = c.submit_job(
             workload, device_id=device_id, board_model=board_model,
@@ -101,7 +135,9 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
             deadline_s=parse_quantity(deadline, "s") if deadline else 0.0, min_energy=min_energy,
             minibatches=minibatches, epochs=epochs, minibatches_per_epoch=minibatches_per_epoch,
             profile_modes=profile_modes, strategy=strategy, confidence=confidence, max_steps=max_steps,
-            window_s=window_s, request_id=request_id)
+            window_s=window_s, request_id=request_id, inference_workload=inference_workload,
+            arrival_rate=arrival_rate, arrival_times_s=times, latency_budget_s=budget_s,
+            inference_batch_size=inference_batch_size)
         say(output, f"job {job.job_id} submitted: {job.goal} for {workload} on {job.target} — {job.state}"
             + (f": {job.detail}" if job.detail else "")
             + ("" if wait else f" (follow it: jetfleet job show {job.job_id})"), job_id=job.job_id)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -37,6 +39,48 @@ class JobSegment:
     minibatches: int
     seconds: float
     energy_j: float
+
+
+@dataclass(frozen=True)
+class JobInference:
+    """A job's inference stream (issue 15): what it serves, the chosen largest batch, what the board reported
+    (requests since the job started; percentiles over the last window; the budget is on p95)."""
+
+    workload: str
+    arrival_rate: float
+    trace: bool
+    latency_budget_s: float
+    batch_size: int
+    choice: str
+    predicted_p95_ms: float
+    served: int
+    late: int
+    dropped: int
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    latency_kept: bool
+    fastest_ms: float
+
+    @classmethod
+    def from_pb(cls, i: operator_pb2.JobInference) -> JobInference:
+        """From the wire message (NaN percentiles: none served yet)."""
+        def pct(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return cls(i.workload, i.arrival_rate, i.trace, i.latency_budget_s, i.batch_size, i.choice, i.predicted_p95_ms,
+                   i.served, i.late, i.dropped, pct(i.p50_ms), pct(i.p95_ms), pct(i.p99_ms), i.latency_kept,
+                   i.fastest_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As `--output json` prints it (milliseconds)."""
+        r = lambda x: None if x is None else round(x, 2)  # noqa: E731
+        return {"workload": self.workload, "arrival_rate": round(self.arrival_rate, 3), "trace": self.trace,
+                "latency_budget_ms": round(self.latency_budget_s * 1e3, 3), "percentile": 95,
+                "batch_size": self.batch_size, "choice": self.choice, "predicted_p95_ms": r(self.predicted_p95_ms),
+                "served": self.served, "late": self.late, "dropped": self.dropped, "p50_ms": r(self.p50_ms),
+                "p95_ms": r(self.p95_ms), "p99_ms": r(self.p99_ms), "latency_kept": self.latency_kept,
+                "fastest_ms": r(self.fastest_ms)}
 
 
 @dataclass(frozen=True)
@@ -76,6 +120,7 @@ class Job:
     goal_kept: bool
     created_s: float
     finished_s: float | None
+    inference: JobInference | None = None
 
     @classmethod
     def from_pb(cls, j: operator_pb2.Job) -> Job:
@@ -91,7 +136,8 @@ class Job:
             [JobStep(s.t_s, s.at_minibatch, s.from_mode, s.to_mode, s.kind, s.reason, s.observed_power_w,
                      s.predicted_power_w, s.predicted_power_w_hi) for s in j.steps],
             [JobSegment(s.mode, s.device_id, s.minibatches, s.seconds, s.energy_j) for s in j.segments],
-            j.max_steps, j.goal_kept, j.created_s, j.finished_s or None)
+            j.max_steps, j.goal_kept, j.created_s, j.finished_s or None,
+            JobInference.from_pb(j.inference) if j.HasField("inference") else None)
 
     @property
     def target(self) -> str:
@@ -138,7 +184,7 @@ class Job:
             "segments": [{"mode": s.mode, "device_id": s.device_id, "minibatches": s.minibatches,
                           "seconds": round(s.seconds, 1), "energy_j": round(s.energy_j, 1)} for s in self.segments],
             "max_steps": self.max_steps, "goal_kept": self.goal_kept, "created_s": self.created_s,
-            "finished_s": self.finished_s}
+            "finished_s": self.finished_s, "inference": self.inference.to_dict() if self.inference else None}
 
 
 class JobMethods:
@@ -149,16 +195,23 @@ class JobMethods:
     def submit_job(self, workload: str, *, device_id: str = "", board_model: str = "", power_budget_w: float = 0.0,
                    deadline_s: float = 0.0, min_energy: bool = False, minibatches: int = 0, epochs: int = 0,
                    minibatches_per_epoch: int = 0, profile_modes: int = 0, strategy: str = "", confidence: float = 0.0,
-                   max_steps: int = 0, window_s: float = 0.0, request_id: str = "") -> Job:
+                   max_steps: int = 0, window_s: float = 0.0, request_id: str = "", inference_workload: str = "",
+                   arrival_rate: float = 0.0, arrival_times_s: Sequence[float] = (), latency_budget_s: float = 0.0,
+                   inference_batch_size: int = 0) -> Job:
         """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
         (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
         ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
-        strategy, confidence 0.9, 3 steps, a 10 s window). A retry with the same ``request_id`` returns the job."""
+        strategy, confidence 0.9, 3 steps, a 10 s window). A retry with the same ``request_id`` returns the job.
+        Serving inference beside it (needs a power budget): ``inference_workload`` at ``arrival_rate`` requests/s (or
+        the trace ``arrival_times_s``) within ``latency_budget_s`` on p95, batches of up to ``inference_batch_size``
+        (0: the controller chooses)."""
         req = operator_pb2.SubmitJobRequest(
             workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
             deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,
             minibatches_per_epoch=minibatches_per_epoch, profile_modes=profile_modes, strategy=strategy,
-            confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id)
+            confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id,
+            inference_workload=inference_workload, arrival_rate=arrival_rate, arrival_times_s=list(arrival_times_s),
+            latency_budget_s=latency_budget_s, inference_batch_size=inference_batch_size)
         return Job.from_pb(self._unary("SubmitJob", req, 120))
 
     def list_jobs(self) -> list[Job]:

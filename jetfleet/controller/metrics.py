@@ -7,7 +7,14 @@ when the board goes offline, so sums over the fleet count only boards that repor
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator, Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from jetfleet.shared.concurrency import INFERENCE_LATENCY_BUCKETS_S
 
 
 class ControllerMetrics:
@@ -63,6 +70,8 @@ class ControllerMetrics:
         self.job_steps = Counter("jetfleet_job_steps_total", "Closed-loop mode steps of jobs", ["goal"], registry=r)
         for goal in ("power", "deadline"):   # exported from the start, at 0
             self.job_steps.labels(goal)
+        self.inference = InferenceCollector()
+        r.register(self.inference)
 
     def board_offline(self, device_id: str, board_model: str) -> None:
         """A board went offline: its live measurements go (a dead board reports nothing), its state says 0."""
@@ -103,3 +112,48 @@ def _remove_matching(metric: Gauge | Counter, **match: str) -> None:
               if all(s.labels.get(k) == v for k, v in match.items())}
     for values in series:
         _remove(metric, *values)
+
+
+class InferenceCollector(Collector):
+    """Jobs' inference streams (issue 15): ``jetfleet_inference_latency_seconds`` (a histogram of request latency
+    by job and board, from the latency buckets each progress report carries) and
+    ``jetfleet_inference_requests_total`` (served, late, dropped). Cumulative over a job's life: they stay after
+    it ends, like any counter."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hist: dict[tuple[str, str], tuple[list[int], float]] = {}   # (job, device) -> (bucket counts, sum)
+        self._requests: dict[tuple[str, str, str], int] = {}             # (job, device, outcome) -> count
+
+    def observe(self, job_id: str, device: str, buckets: Sequence[int], sum_s: float) -> None:
+        """Requests served since a board's last report, per latency bucket (+Inf last), and their summed latency."""
+        if len(buckets) != len(INFERENCE_LATENCY_BUCKETS_S) + 1:
+            return   # a board with other buckets: nothing to add up
+        with self._lock:
+            counts, total = self._hist.get((job_id, device), ([0] * len(buckets), 0.0))
+            self._hist[(job_id, device)] = ([a + int(b) for a, b in zip(counts, buckets)], total + float(sum_s))
+
+    def count(self, job_id: str, device: str, outcome: str, n: int) -> None:
+        """Add ``n`` requests of ``outcome`` (served, late, dropped); the series exists from the first report, at 0."""
+        with self._lock:
+            key = (job_id, device, outcome)
+            self._requests[key] = self._requests.get(key, 0) + max(0, int(n))
+
+    def collect(self) -> Iterator[Metric]:
+        """The two families."""
+        hist = HistogramMetricFamily("jetfleet_inference_latency_seconds", "Request latency of jobs' inference "
+                                     "streams (queueing + batching + execution)", labels=["job_id", "device"])
+        req = CounterMetricFamily("jetfleet_inference_requests", "Requests of jobs' inference streams, by outcome "
+                                  "(served; late: served over the latency budget; dropped)",
+                                  labels=["job_id", "device", "outcome"])
+        with self._lock:
+            for (job, dev), (counts, total) in self._hist.items():
+                cum, acc = [], 0
+                for bound, c in zip([*map(str, INFERENCE_LATENCY_BUCKETS_S), "+Inf"], counts):
+                    acc += c
+                    cum.append((bound, float(acc)))
+                hist.add_metric([job, dev], cum, total)
+            for (job, dev, outcome), n in self._requests.items():
+                req.add_metric([job, dev, outcome], float(n))
+        yield hist
+        yield req

@@ -36,6 +36,8 @@ MAX_REQUESTS = 1_000_000
 MAX_TRACE_BYTES = 16 << 20
 DEFAULT_SLACK = 0.8              # share of the budget the scheduler plans to use (the rest absorbs jitter)
 EWMA = 0.2                       # weight of a new observation in the running duration estimates
+# Upper bounds (s) of the request-latency buckets a board reports for a job (the controller's histogram's)
+INFERENCE_LATENCY_BUCKETS_S = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.5)
 
 
 class Clock(abc.ABC):
@@ -238,12 +240,14 @@ class ManagedScheduler:
 
     def run(self, arrivals_s: Sequence[float] | np.ndarray, *, train_minibatches: int | None = None,
             until_s: float | None = None, stop: Callable[[], bool] | None = None,
-            abort_late_share: float | None = None) -> ConcurrentResult:
+            abort_late_share: float | None = None,
+            on_served: Callable[[np.ndarray, int], None] | None = None) -> ConcurrentResult:
         """Serve ``arrivals_s`` (seconds from the start, sorted) beside training until every request is served
         and, if given, ``train_minibatches`` are done (or ``until_s`` / ``stop()``). Training runs only while
         requests remain or minibatches are asked for; with neither it runs until the last request is served.
         ``abort_late_share``: stop as soon as more than this share of all requests is late (a planner's shortcut:
-        the budget's percentile is then missed whatever follows); ``aborted`` says so."""
+        the budget's percentile is then missed whatever follows); ``aborted`` says so. ``on_served(latencies,
+        dropped)``: after each batch, its requests' latencies and the requests dropped so far."""
         arr = np.asarray(arrivals_s, dtype=float)
         n_req = len(arr)
         lat = np.full(n_req, math.nan)
@@ -323,6 +327,8 @@ class ManagedScheduler:
                 queueing[idx] = np.maximum(0.0, start - arr[idx] - batching[idx])
                 lat[idx] = start + d - arr[idx]
                 result.batches.append((serve, d))
+                if on_served is not None:
+                    on_served(lat[idx], result.dropped)
                 head += serve
                 late += int(np.sum(lat[idx] > self.budget_s))
                 if late > late_limit:
@@ -366,3 +372,49 @@ def check_serviceable(rate: float, budget_s: float, latency_s: Mapping[int, floa
         raise InvalidArgument(f"no mode serves {workload} at {rate:g} requests/s within {budget_s * 1e3:g} ms: the best "
                               f"achievable latency is {best * 1e3:.1f} ms (batch {min(stable, key=stable.__getitem__)})",
                               field="arrival_rate")
+
+
+def bucket_counts(latencies_s: Sequence[float] | np.ndarray) -> list[int]:
+    """Requests per latency bucket (``INFERENCE_LATENCY_BUCKETS_S``, then +Inf; not cumulative)."""
+    lat = np.asarray(latencies_s, dtype=float)
+    idx = np.searchsorted(np.asarray(INFERENCE_LATENCY_BUCKETS_S), lat, side="left")
+    return [int(c) for c in np.bincount(idx, minlength=len(INFERENCE_LATENCY_BUCKETS_S) + 1)]
+
+
+def affine_latency(latency_s: Mapping[int, float]) -> Callable[[int], float]:
+    """Seconds per forward pass of any batch size from measured ones (linear between them, flat outside)."""
+    sizes = sorted(latency_s)
+    ys = [latency_s[n] for n in sizes]
+    return lambda n: float(np.interp(n, sizes, ys))
+
+
+@dataclass(frozen=True)
+class BatchChoice:
+    """A chosen largest inference batch: the simulated p95 (s) and training minibatches/s, whether it met the
+    planning margin, and what was compared."""
+
+    batch_size: int
+    p95_s: float
+    train_per_s: float
+    within: bool
+    compared: dict[int, tuple[float, float]]
+
+
+def choose_batch_size(latency_s: Mapping[int, float], train_s: float, *, budget_s: float,
+                      arrivals_s: np.ndarray, candidates: Sequence[int], margin: float = 0.9) -> BatchChoice:
+    """The largest batch that lets training run fastest while the simulated p95 stays within ``margin`` x the budget:
+    the managed scheduler run in virtual time on the measured forward-pass latencies and a training minibatch of
+    ``train_s``; none within: the one with the lowest p95 (``within`` False)."""
+    infer = affine_latency(latency_s)
+    compared: dict[int, tuple[float, float]] = {}
+    for b in candidates:
+        r = ManagedScheduler(batch_size=b, latency_budget_s=budget_s, infer=infer, train=lambda: train_s,
+                             infer_estimate_s=infer, train_estimate_s=train_s, clock=VirtualClock()).run(arrivals_s)
+        p95 = r.percentile_s(LATENCY_PERCENTILE)
+        compared[b] = (p95 if math.isfinite(p95) else math.inf, r.train_throughput)
+    ok = [b for b, (p, _) in compared.items() if p <= budget_s * margin]
+    if ok:
+        b = max(ok, key=lambda k: (compared[k][1], -k))
+        return BatchChoice(b, compared[b][0], compared[b][1], True, compared)
+    b = min(compared, key=lambda k: compared[k][0])
+    return BatchChoice(b, compared[b][0], compared[b][1], False, compared)

@@ -178,5 +178,12 @@ class Device(abc.ABC):
 
         return time.time()
 
+    def wait(self, seconds: float) -> None:
+        """Let ``seconds`` of board time pass idle (a scheduler waiting for requests; the twin accelerates it)."""
+        import time
+
+        if seconds > 0:
+            time.sleep(seconds)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (threads, file handles)."""

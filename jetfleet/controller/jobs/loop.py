@@ -9,11 +9,13 @@ over it divided by its length: everything the board drew while training, at the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from jetfleet.controller.powertrain.feedback import Feedback, Observation, Step, deadline_step, power_step
 from jetfleet.controller.powertrain.service import tolerance_w
+from jetfleet.shared.errors import FailedPrecondition
 
 WARMUP_MINIBATCHES = 10      # a fresh run's first minibatches (cuDNN autotuning, allocator growth) are not measured
 DEADLINE_TOLERANCE = 0.02    # an ETA this much past the time left counts as late
@@ -101,7 +103,8 @@ class ClosedLoop:
     """The job's goal kept on its windows: how many steps it has left and what each window decides."""
 
     def __init__(self, feedback: Feedback, index: dict[str, int], *, goal: str, power_budget_w: float,
-                 deadline_s: float, minibatches: int, max_steps: int, steps_used: int = 0) -> None:
+                 deadline_s: float, minibatches: int, max_steps: int, steps_used: int = 0,
+                 latency_budget_ms: float = 0.0) -> None:
         self.feedback, self.index = feedback, index
         self.goal, self.budget_w, self.deadline_s, self.minibatches = goal, power_budget_w, deadline_s, minibatches
         self.max_steps, self.steps_used = max_steps, steps_used
@@ -109,15 +112,28 @@ class ClosedLoop:
         self.windows_missed = 0     # windows over the budget (beyond the sensor noise) or late
         self.last_missed = False
         self._settled: set[int] = set()   # modes whose first window found no reason to step
+        self.latency_budget_ms = latency_budget_ms   # a job serving inference: its p95 budget (0: none)
+        self.latency_missed = False
+        self.latency_windows_missed = 0
 
-    def on_window(self, w: Window) -> Step | None:
-        """Decide on a full window of the current mode: a step, or None to stay."""
+    def on_window(self, w: Window, p95_ms: float = math.nan) -> Step | None:
+        """Decide on a full window of the current mode (and, serving inference, the stream's p95 over it): a step,
+        or None to stay. Power over its budget steps down first; else a p95 over the latency budget steps to the
+        fastest mode predicted within the power budget, if that is faster than this one."""
         self.windows += 1
         i = self.index[w.mode]
         steps_left = self.max_steps - self.steps_used
+        if self.latency_budget_ms:
+            self.latency_missed = math.isfinite(p95_ms) and p95_ms > self.latency_budget_ms
+            self.latency_windows_missed += self.latency_missed
         if self.goal == "power":
             self.last_missed = w.power_w > self.budget_w + tolerance_w(self.budget_w)
             self.windows_missed += self.last_missed
+            if self.latency_missed and not self.last_missed and steps_left > 0:
+                step = self._faster(i, w, p95_ms)
+                if step is not None:
+                    self.steps_used += 1
+                    return step
             if steps_left <= 0 or (i in self._settled and not self.last_missed):
                 self.feedback.observe(Observation(i, w.power_w, w.time_ms), over_budget=self.last_missed)
                 return None
@@ -140,3 +156,15 @@ class ClosedLoop:
         else:
             self._settled.add(i)
         return step
+
+    def _faster(self, i: int, w: Window, p95_ms: float) -> Step | None:
+        """A latency step: the fastest mode predicted within the power budget, if faster than mode ``i``."""
+        try:
+            c = self.feedback.choose(power_budget_w=self.budget_w)
+        except FailedPrecondition:
+            return None
+        if c.index == i or c.time_ms >= w.time_ms:
+            return None   # nothing faster within the power budget: the power path goes on as usual
+        self.feedback.observe(Observation(i, w.power_w, w.time_ms))
+        return Step(c, f"observed p95 {p95_ms:.1f} ms over the {self.latency_budget_ms:g} ms latency budget: "
+                       f"{c.time_ms:.1f} ms per minibatch predicted instead of {w.time_ms:.1f}", "latency")

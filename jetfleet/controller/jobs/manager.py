@@ -15,6 +15,7 @@ from typing import Any
 
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
+from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.models import JOB_STRATEGIES, PredictionCache
 from jetfleet.controller.jobs.runner import TERMINAL, JobRunner
 from jetfleet.controller.metrics import ControllerMetrics
@@ -70,6 +71,7 @@ class JobManager:
         self.records: dict[str, JobRecord] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._held: dict[str, str] = {}    # device -> the job that holds it
+        self.inference_latency: dict[tuple[str, str], dict[int, float]] = {}   # (model, workload) at MAXN, measured
 
     # --- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -160,7 +162,12 @@ class JobManager:
             raise InvalidArgument(f"strategy {opts['strategy']!r}: expected one of {', '.join(JOB_STRATEGIES)}",
                                   field="strategy")
         goal = "power" if req.power_budget_w else "deadline" if req.deadline_s else "energy"
+        stream = stream_.check_stream(req) if stream_.has_stream(req) else None
         await asyncio.to_thread(self._feasible, model, req, minibatches, opts)
+        if stream is not None:   # the last check: it measures on a board unless this model's latencies are known
+            fastest = await stream_.check_against_board(self.registry, self.router, stream, req.device_id, model,
+                                                         self.inference_latency)
+            opts["inference"] = {**stream, "fastest_ms": fastest * 1e3}
         return JobRecord(req.request_id or uuid.uuid4().hex[:12], req.workload, req.device_id, model, goal,
                          req.power_budget_w, req.deadline_s, minibatches, time.time(), opts)
 
@@ -269,6 +276,9 @@ class JobManager:
             msg.observed_power_w, msg.observed_time_ms = rec.observed["power_w"], rec.observed["time_ms"]
         for s in rec.steps:
             msg.steps.append(operator_pb2.JobStep(**s))
+        inf = stream_.job_inference_pb(rec.options, rec.choice, rec.run)
+        if inf is not None:
+            msg.inference.CopyFrom(inf)
         for seg in rec.segments:
             msg.segments.append(operator_pb2.JobSegment(**seg))
         return msg

@@ -23,6 +23,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
+from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.loop import DEADLINE_TOLERANCE, ClosedLoop, Point, Tracker, Window
 from jetfleet.controller.jobs.models import first_batch, second_batch
 from jetfleet.controller.powertrain.feedback import Feedback, Observation, Step
@@ -60,6 +61,8 @@ class JobRunner:
         self.tracker.segments = rec.segments
         self._reports: asyncio.Queue[tuple[str, agent_pb2.TrainingProgress] | None] = asyncio.Queue()
         self._persisted = 0.0
+        self._counted: dict[str, int] = {}   # the running command's requests counted into the metrics, by outcome
+        self._previous_run: dict[str, Any] = {}
 
     # --- state -------------------------------------------------------------------------------------
     async def save(self) -> None:
@@ -188,7 +191,8 @@ class JobRunner:
                                  over_budget=s.get("kind") == "over")
         self.loop = ClosedLoop(feedback, index, goal=rec.goal, power_budget_w=rec.power_budget_w,
                                deadline_s=rec.deadline_s, minibatches=rec.minibatches,
-                               max_steps=int(rec.options["max_steps"]), steps_used=len(rec.steps))
+                               max_steps=int(rec.options["max_steps"]), steps_used=len(rec.steps),
+                               latency_budget_ms=float(rec.options.get("inference", {}).get("latency_budget_s", 0)) * 1e3)
         if rec.choice:
             return
         c = choose(pred, power_budget_w=rec.power_budget_w or None, deadline_s=rec.deadline_s or None,
@@ -234,17 +238,25 @@ class JobRunner:
         rec = self.rec
         live = self.m.registry.get(device)
         resume = bool(rec.run_id) and rec.run.get("device_id") == device and rec.run.get("instance_id") == live.instance_id
+        self._previous_run = dict(rec.run)
+        self._counted = {k: int(v) for k, v in rec.run.get("inference", {}).items()
+                         if k in ("served", "late", "dropped")} if resume else {}
         if not resume:
             await self._state("applying", f"setting {rec.mode} on {device}")
             result = await self.m.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
                 mode=mode_to_pb(self.catalog.parse_mode(rec.mode)))))  # type: ignore[union-attr]
             rec.mode = str(live.catalog.validate(mode_from_pb(result.confirmed_mode)))
+            stream = rec.options.get("inference")
+            if stream and "inference" not in rec.choice:
+                await self._choose_batch(device, stream)
             seq = int(rec.run.get("seq", 0)) + 1
             rec.run_id = f"{rec.job_id}-r{seq}"
             rec.run = {"device_id": device, "instance_id": live.instance_id, "seq": seq,
                        "minibatches": min(rec.minibatches - rec.minibatches_done, MAX_MINIBATCHES),
                        "base_done": rec.minibatches_done, "base_energy_j": rec.energy_j,
                        "base_elapsed_s": rec.elapsed_s}
+            if stream:
+                rec.run["inference_base"] = stream_.totals(self._previous_run)
             await self.save()   # the command id is durable before the command is sent
         run = rec.run
         cid = rec.run_id
@@ -256,6 +268,16 @@ class JobRunner:
         cmd = agent_pb2.Command(run_training=agent_pb2.RunTraining(
             workload=rec.workload, minibatches=int(run["minibatches"]), minibatch_size=defaults.MINIBATCH_SIZE,
             workers=defaults.WORKERS, progress_interval_s=self.m.config.progress_interval_s(float(rec.options["window_s"]))))
+        stream = rec.options.get("inference")
+        if stream:
+            r = cmd.run_training
+            r.inference_workload, r.latency_budget_s = stream["workload"], stream["latency_budget_s"]
+            r.inference_batch_size = int(rec.choice["inference"]["batch_size"])
+            r.latency_window_s, r.seed = float(rec.options["window_s"]), int(rec.created_s) + int(run["seq"])
+            if stream["arrival_rate"]:
+                r.arrival_rate = stream["arrival_rate"]
+            else:
+                r.arrival_times_s.extend(stream["arrival_times_s"])
         try:
             result = await self.m.router.send(device, cmd, command_id=cid, timeout_s=self.m.config.run_timeout_s)
         except (Unavailable, DeadlineExceeded) as e:
@@ -302,11 +324,43 @@ class JobRunner:
             run = rec.run
             p = Point(int(run["base_done"]) + r.minibatches_done, float(run["base_elapsed_s"]) + r.elapsed_s,
                       float(run["base_energy_j"]) + r.energy_j, str(mode_from_pb(r.mode)), r.t_s)
+            if r.HasField("inference"):
+                self._stream_report(device, r.inference)
             window = await self._progress(device, cid, p, force=r.final)
             if window is not None and not r.final and self.loop is not None:
-                step = self.loop.on_window(window)
+                p95 = float(rec.run.get("inference", {}).get("p95_ms", math.nan))
+                step = self.loop.on_window(window, p95_ms=p95)
                 if step is not None:
                     await self._step(device, cid, step, window)
+
+    async def _choose_batch(self, device: str, stream: dict[str, Any]) -> None:
+        """Measure the stream's forward passes in the chosen mode on the board and choose its largest batch."""
+        rec = self.rec
+        assert self.catalog is not None
+        await self._state("applying", f"measuring {stream['workload']} inference in {rec.mode} on {device}")
+        latency, power_w = await stream_.measure(self.m.router, device, stream["workload"],
+                                                 self.catalog.parse_mode(rec.mode))
+        c = stream_.choose(stream, latency, float(rec.choice["time_ms"]) / 1e3, int(rec.created_s))
+        how = ("given" if stream["batch_size"] else
+               f"the fastest training of batch sizes {'/'.join(map(str, sorted(c.compared)))} with a simulated p95 "
+               f"within {stream_.MARGIN:g} x the budget" if c.within else
+               "no batch size met the budget in simulation: the lowest p95 (the loop steps to a faster mode)")
+        rec.choice["inference"] = {"batch_size": c.batch_size, "p95_ms": c.p95_s * 1e3, "train_per_s": c.train_per_s,
+                                   "within": c.within, "how": how, "power_w": power_w,
+                                   "latency_ms": {str(k): v * 1e3 for k, v in latency.items()}}
+        rec.choice["at_risk"] = bool(rec.choice["at_risk"] or not c.within)
+        await self.save()
+
+    def _stream_report(self, device: str, s: agent_pb2.InferenceStats) -> None:
+        """A report's stream figures: into the run, the request counters and the latency histogram."""
+        rec = self.rec
+        now = stream_.stats_dict(s)
+        rec.run["inference"] = now
+        for outcome in ("served", "late", "dropped"):
+            new = now[outcome] - self._counted.get(outcome, 0)
+            self.m.metrics.inference.count(rec.job_id, device, outcome, new)
+            self._counted[outcome] = max(now[outcome], self._counted.get(outcome, 0))
+        self.m.metrics.inference.observe(rec.job_id, device, list(s.buckets), s.bucket_sum_s)
 
     async def _progress(self, device: str, cid: str, p: Point, *, force: bool) -> Window | None:
         rec = self.rec
@@ -319,7 +373,7 @@ class JobRunner:
             rec.observed = {"mode": window.mode, "power_w": window.power_w, "time_ms": window.time_ms,
                             "t_s": window.end.t_s}
             if self.loop is not None:
-                rec.goal_kept = not self.loop.last_missed
+                rec.goal_kept = not (self.loop.last_missed or self.loop.latency_missed)
         if force or self.m.clock() - self._persisted >= self.m.config.persist_s:
             self._persisted = self.m.clock()
             if await asyncio.to_thread(self.m.store.advance_job, rec.job_id, cid, p.done, p.energy_j, p.elapsed_s):
@@ -354,9 +408,13 @@ class JobRunner:
         mean_w = rec.energy_j / rec.elapsed_s if rec.elapsed_s > 0 else math.nan
         if rec.goal == "power":
             rec.goal_kept = bool(self.loop is None or not self.loop.last_missed) and mean_w <= rec.power_budget_w * 1.01
+            if rec.options.get("inference"):   # and the stream's last window within its latency budget
+                p95 = float(rec.run.get("inference", {}).get("p95_ms", math.nan))
+                rec.goal_kept = rec.goal_kept and (not math.isfinite(p95) or
+                                                   p95 <= rec.options["inference"]["latency_budget_s"] * 1e3)
         elif rec.goal == "deadline":   # within the loop's tolerance, as a budget is within the sensors'
             rec.goal_kept = rec.elapsed_s <= rec.deadline_s * (1 + DEADLINE_TOLERANCE)
         modes = ", ".join(f"{s['mode']} {s['seconds']:.0f} s" for s in rec.segments)
         return (f"{rec.minibatches_done} minibatches in {rec.elapsed_s:.0f} board s, {rec.energy_j / 1e3:.1f} kJ, "
                 f"mean {mean_w:.2f} W; modes: {modes}; {len(rec.steps)} step(s); goal "
-                f"{'kept' if rec.goal_kept else 'MISSED'}")
+                f"{'kept' if rec.goal_kept else 'MISSED'}" + stream_.latency_summary(rec.options, rec.run))

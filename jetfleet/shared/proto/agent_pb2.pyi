@@ -73,23 +73,25 @@ class CommandAck(_message.Message):
     def __init__(self, command_id: _Optional[str] = ..., accepted: bool = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
 
 class TrainingResult(_message.Message):
-    __slots__ = ("workload", "minibatch_times_s", "start_s", "end_s", "energy_j", "elapsed_s")
+    __slots__ = ("workload", "minibatch_times_s", "start_s", "end_s", "energy_j", "elapsed_s", "inference")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_TIMES_S_FIELD_NUMBER: _ClassVar[int]
     START_S_FIELD_NUMBER: _ClassVar[int]
     END_S_FIELD_NUMBER: _ClassVar[int]
     ENERGY_J_FIELD_NUMBER: _ClassVar[int]
     ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
+    INFERENCE_FIELD_NUMBER: _ClassVar[int]
     workload: str
     minibatch_times_s: _containers.RepeatedScalarFieldContainer[float]
     start_s: float
     end_s: float
     energy_j: float
     elapsed_s: float
-    def __init__(self, workload: _Optional[str] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., start_s: _Optional[float] = ..., end_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., elapsed_s: _Optional[float] = ...) -> None: ...
+    inference: InferenceStats
+    def __init__(self, workload: _Optional[str] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., start_s: _Optional[float] = ..., end_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., elapsed_s: _Optional[float] = ..., inference: _Optional[_Union[InferenceStats, _Mapping]] = ...) -> None: ...
 
 class TrainingProgress(_message.Message):
-    __slots__ = ("command_id", "minibatches_done", "t_s", "elapsed_s", "energy_j", "mode", "final")
+    __slots__ = ("command_id", "minibatches_done", "t_s", "elapsed_s", "energy_j", "mode", "final", "inference")
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     MINIBATCHES_DONE_FIELD_NUMBER: _ClassVar[int]
     T_S_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +99,7 @@ class TrainingProgress(_message.Message):
     ENERGY_J_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     FINAL_FIELD_NUMBER: _ClassVar[int]
+    INFERENCE_FIELD_NUMBER: _ClassVar[int]
     command_id: str
     minibatches_done: int
     t_s: float
@@ -104,7 +107,8 @@ class TrainingProgress(_message.Message):
     energy_j: float
     mode: _common_pb2.PowerMode
     final: bool
-    def __init__(self, command_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., t_s: _Optional[float] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., final: bool = ...) -> None: ...
+    inference: InferenceStats
+    def __init__(self, command_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., t_s: _Optional[float] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., final: bool = ..., inference: _Optional[_Union[InferenceStats, _Mapping]] = ...) -> None: ...
 
 class ProfileResult(_message.Message):
     __slots__ = ("workload", "mode", "minibatch_times_s", "power", "steady_state_found", "window_start_s", "window_end_s", "power_columns")
@@ -127,7 +131,7 @@ class ProfileResult(_message.Message):
     def __init__(self, workload: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., power: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ..., steady_state_found: bool = ..., window_start_s: _Optional[float] = ..., window_end_s: _Optional[float] = ..., power_columns: _Optional[_Union[_common_pb2.SampleColumns, _Mapping]] = ...) -> None: ...
 
 class CommandResult(_message.Message):
-    __slots__ = ("command_id", "ok", "error", "confirmed_mode", "training", "profile", "cancelled", "roofline", "parts")
+    __slots__ = ("command_id", "ok", "error", "confirmed_mode", "training", "profile", "cancelled", "roofline", "inference", "parts")
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     OK_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +140,7 @@ class CommandResult(_message.Message):
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
     ROOFLINE_FIELD_NUMBER: _ClassVar[int]
+    INFERENCE_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     command_id: str
     ok: bool
@@ -145,8 +150,9 @@ class CommandResult(_message.Message):
     profile: ProfileResult
     cancelled: bool
     roofline: RooflineResult
+    inference: InferenceResult
     parts: int
-    def __init__(self, command_id: _Optional[str] = ..., ok: bool = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., confirmed_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., training: _Optional[_Union[TrainingResult, _Mapping]] = ..., profile: _Optional[_Union[ProfileResult, _Mapping]] = ..., cancelled: bool = ..., roofline: _Optional[_Union[RooflineResult, _Mapping]] = ..., parts: _Optional[int] = ...) -> None: ...
+    def __init__(self, command_id: _Optional[str] = ..., ok: bool = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ..., confirmed_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., training: _Optional[_Union[TrainingResult, _Mapping]] = ..., profile: _Optional[_Union[ProfileResult, _Mapping]] = ..., cancelled: bool = ..., roofline: _Optional[_Union[RooflineResult, _Mapping]] = ..., inference: _Optional[_Union[InferenceResult, _Mapping]] = ..., parts: _Optional[int] = ...) -> None: ...
 
 class ResultPart(_message.Message):
     __slots__ = ("command_id", "index", "minibatch_times_s", "power")
@@ -203,18 +209,32 @@ class SetMode(_message.Message):
     def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., preset: _Optional[str] = ..., during_command_id: _Optional[str] = ...) -> None: ...
 
 class RunTraining(_message.Message):
-    __slots__ = ("workload", "minibatches", "minibatch_size", "workers", "progress_interval_s")
+    __slots__ = ("workload", "minibatches", "minibatch_size", "workers", "progress_interval_s", "inference_workload", "arrival_rate", "arrival_times_s", "inference_batch_size", "latency_budget_s", "latency_window_s", "seed")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
+    INFERENCE_WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    ARRIVAL_RATE_FIELD_NUMBER: _ClassVar[int]
+    ARRIVAL_TIMES_S_FIELD_NUMBER: _ClassVar[int]
+    INFERENCE_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_BUDGET_S_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_WINDOW_S_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
     workload: str
     minibatches: int
     minibatch_size: int
     workers: int
     progress_interval_s: float
-    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., progress_interval_s: _Optional[float] = ...) -> None: ...
+    inference_workload: str
+    arrival_rate: float
+    arrival_times_s: _containers.RepeatedScalarFieldContainer[float]
+    inference_batch_size: int
+    latency_budget_s: float
+    latency_window_s: float
+    seed: int
+    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., progress_interval_s: _Optional[float] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., inference_batch_size: _Optional[int] = ..., latency_budget_s: _Optional[float] = ..., latency_window_s: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class RunProfile(_message.Message):
     __slots__ = ("workload", "mode", "minibatches", "minibatch_size", "workers", "warmup_s", "sample_interval_s")
@@ -241,20 +261,22 @@ class Cancel(_message.Message):
     def __init__(self, target_command_id: _Optional[str] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("command_id", "set_mode", "run_training", "run_profile", "cancel", "run_roofline")
+    __slots__ = ("command_id", "set_mode", "run_training", "run_profile", "cancel", "run_roofline", "run_inference")
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     SET_MODE_FIELD_NUMBER: _ClassVar[int]
     RUN_TRAINING_FIELD_NUMBER: _ClassVar[int]
     RUN_PROFILE_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     RUN_ROOFLINE_FIELD_NUMBER: _ClassVar[int]
+    RUN_INFERENCE_FIELD_NUMBER: _ClassVar[int]
     command_id: str
     set_mode: SetMode
     run_training: RunTraining
     run_profile: RunProfile
     cancel: Cancel
     run_roofline: RunRoofline
-    def __init__(self, command_id: _Optional[str] = ..., set_mode: _Optional[_Union[SetMode, _Mapping]] = ..., run_training: _Optional[_Union[RunTraining, _Mapping]] = ..., run_profile: _Optional[_Union[RunProfile, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., run_roofline: _Optional[_Union[RunRoofline, _Mapping]] = ...) -> None: ...
+    run_inference: RunInference
+    def __init__(self, command_id: _Optional[str] = ..., set_mode: _Optional[_Union[SetMode, _Mapping]] = ..., run_training: _Optional[_Union[RunTraining, _Mapping]] = ..., run_profile: _Optional[_Union[RunProfile, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., run_roofline: _Optional[_Union[RunRoofline, _Mapping]] = ..., run_inference: _Optional[_Union[RunInference, _Mapping]] = ...) -> None: ...
 
 class RunRoofline(_message.Message):
     __slots__ = ("mode", "seconds", "sample_interval_s")
@@ -289,3 +311,51 @@ class RooflineResult(_message.Message):
     samples: int
     method: str
     def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., idle_w: _Optional[float] = ..., compute_w: _Optional[float] = ..., memory_w: _Optional[float] = ..., compute_bytes_per_s: _Optional[float] = ..., memory_flops: _Optional[float] = ..., samples: _Optional[int] = ..., method: _Optional[str] = ...) -> None: ...
+
+class InferenceStats(_message.Message):
+    __slots__ = ("served", "late", "dropped", "p50_ms", "p95_ms", "p99_ms", "window_served", "buckets", "bucket_sum_s", "batch_size")
+    SERVED_FIELD_NUMBER: _ClassVar[int]
+    LATE_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    P50_MS_FIELD_NUMBER: _ClassVar[int]
+    P95_MS_FIELD_NUMBER: _ClassVar[int]
+    P99_MS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_SERVED_FIELD_NUMBER: _ClassVar[int]
+    BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    BUCKET_SUM_S_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    served: int
+    late: int
+    dropped: int
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    window_served: int
+    buckets: _containers.RepeatedScalarFieldContainer[int]
+    bucket_sum_s: float
+    batch_size: int
+    def __init__(self, served: _Optional[int] = ..., late: _Optional[int] = ..., dropped: _Optional[int] = ..., p50_ms: _Optional[float] = ..., p95_ms: _Optional[float] = ..., p99_ms: _Optional[float] = ..., window_served: _Optional[int] = ..., buckets: _Optional[_Iterable[int]] = ..., bucket_sum_s: _Optional[float] = ..., batch_size: _Optional[int] = ...) -> None: ...
+
+class RunInference(_message.Message):
+    __slots__ = ("workload", "mode", "batch_sizes", "passes")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZES_FIELD_NUMBER: _ClassVar[int]
+    PASSES_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    mode: _common_pb2.PowerMode
+    batch_sizes: _containers.RepeatedScalarFieldContainer[int]
+    passes: int
+    def __init__(self, workload: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., batch_sizes: _Optional[_Iterable[int]] = ..., passes: _Optional[int] = ...) -> None: ...
+
+class InferenceResult(_message.Message):
+    __slots__ = ("mode", "batch_sizes", "latency_s", "power_w")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZES_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_S_FIELD_NUMBER: _ClassVar[int]
+    POWER_W_FIELD_NUMBER: _ClassVar[int]
+    mode: _common_pb2.PowerMode
+    batch_sizes: _containers.RepeatedScalarFieldContainer[int]
+    latency_s: _containers.RepeatedScalarFieldContainer[float]
+    power_w: float
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., batch_sizes: _Optional[_Iterable[int]] = ..., latency_s: _Optional[_Iterable[float]] = ..., power_w: _Optional[float] = ...) -> None: ...

@@ -1,0 +1,89 @@
+"""Jobs that serve an inference stream beside their training (issue 15, phase 5) on accelerated emulated boards:
+submit from the CLI -> the latencies measured at MAXN and the stream checked -> the mode chosen under the power
+budget, the largest batch by a simulated run -> the board trains and serves (managed interleaving) -> progress with
+the stream's figures -> both budgets kept; and every bad stream refused before anything starts."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from jetfleet.cli.main import cli
+from jetfleet.client import OperatorClient
+from jetfleet.shared.errors import InvalidArgument
+from jetfleet.shared.proto import operator_pb2 as op
+
+from .test_jobs import install, make_lab, reference_nets, target_models  # noqa: F401 - fixtures
+
+BUDGET_MS = 800.0
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, reference_nets, target_models):  # noqa: F811
+    lt = make_lab(tmp_path_factory.mktemp("concurrent"), reference_nets)
+    install(lt, target_models, "fair")
+    yield lt
+    lt.close()
+
+
+def submit(lab, *args):
+    return CliRunner().invoke(cli, ["job", "submit", "--workload", "mobilenet_v3", "--device", "orin-nano-0",
+                                    "--minibatches", "1500", *args, "--controller", lab.address, "--output", "json"])
+
+
+def test_a_job_trains_while_serving_inference_within_both_budgets_from_the_cli(lab):
+    r = submit(lab, "--power-budget", "11W", "--window", "5", "--with-inference", "mobilenet_v3", "--arrival-rate",
+               "10", "--latency-budget", f"{BUDGET_MS:g}ms", "--wait")
+    assert r.exit_code == 0, r.output
+    job = json.loads(r.stdout)
+    assert job["state"] == "done" and job["minibatches_done"] == 1500, job
+    inf = job["inference"]
+    assert inf["workload"] == "mobilenet_v3" and inf["latency_budget_ms"] == BUDGET_MS and inf["percentile"] == 95
+    assert 1 <= inf["batch_size"] <= 64 and inf["predicted_p95_ms"] <= BUDGET_MS * 0.9, inf
+    assert inf["served"] > 100 and inf["dropped"] == 0, inf       # ~10 req/s over the job's board time
+    assert inf["served"] == pytest.approx(10 * job["elapsed_s"], rel=0.3)
+    assert inf["p50_ms"] <= inf["p95_ms"] <= inf["p99_ms"] and inf["p95_ms"] <= BUDGET_MS and inf["latency_kept"]
+    assert job["mean_power_w"] <= 11 * 1.01 and job["goal_kept"], job
+    rec = lab.do(lambda: lab.lab.controller.store.get_job(job["job_id"]))
+    assert "inference mobilenet_v3: " in rec.detail and " served, " in rec.detail      # the summary has the stream
+    text = CliRunner().invoke(cli, ["job", "show", job["job_id"], "--controller", lab.address]).output
+    assert f"inference mobilenet_v3 at 10 req/s, batches of up to {inf['batch_size']}" in text and "p95" in text
+    # Prometheus: the stream's latency histogram and request counters, by job and board
+    reg = lab.lab.controller.metrics.registry
+    labels = {"job_id": job["job_id"], "device": "orin-nano-0"}
+    for outcome in ("served", "late"):
+        assert reg.get_sample_value("jetfleet_inference_requests_total", {**labels, "outcome": outcome}) == inf[outcome]
+    assert reg.get_sample_value("jetfleet_inference_latency_seconds_count", labels) == inf["served"]
+    assert reg.get_sample_value("jetfleet_inference_latency_seconds_bucket", {**labels, "le": "+Inf"}) == inf["served"]
+    mean_s = reg.get_sample_value("jetfleet_inference_latency_seconds_sum", labels) / inf["served"]
+    assert inf["p50_ms"] / 3 < mean_s * 1e3 < inf["p99_ms"]
+
+
+@pytest.mark.parametrize("args, field, words", [
+    (("--min-energy", "--arrival-rate", "10", "--latency-budget", "800ms"), "power_budget_w", "needs a power budget"),
+    (("--power-budget", "11W", "--arrival-rate", "10"), "latency_budget", "needs --latency-budget"),
+    (("--power-budget", "11W", "--arrival-rate", "10", "--latency-budget", "800ms", "--inference-batch-size", "65"),
+     "inference_batch_size", "allowed 1..64"),
+    (("--power-budget", "11W", "--latency-budget", "800ms"), "arrival_rate", "exactly one of --arrival-rate"),
+    (("--power-budget", "11W", "--arrival-rate", "10", "--latency-budget", "1ms"), "latency_budget",
+     "below the fastest single-request latency"),
+    (("--power-budget", "11W", "--arrival-rate", "5000", "--latency-budget", "800ms"), "arrival_rate",
+     "requests/s"),
+    (("--power-budget", "11W", "--arrival-rate", "140", "--latency-budget", "45ms"), "arrival_rate",
+     "the best achievable latency is"),
+])
+def test_a_stream_no_board_can_serve_is_refused_naming_the_field_and_nothing_starts(lab, args, field, words):
+    before = lab.do(lambda: len(lab.lab.controller.store.list_jobs()))
+    r = submit(lab, "--with-inference", "mobilenet_v3", *args)
+    assert r.exit_code == 3 and words in r.output, r.output
+    if r.output.startswith("{"):   # refused by the controller (the CLI checks the batch size itself)
+        assert json.loads(r.output)["error"]["field"] == field
+    assert lab.do(lambda: len(lab.lab.controller.store.list_jobs())) == before
+
+
+def test_an_unknown_inference_workload_is_refused_by_the_api(lab):
+    with OperatorClient(lab.address) as c, pytest.raises(InvalidArgument) as e:
+        c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=11,
+                                                minibatches=10, inference_workload="gpt5", arrival_rate=1,
+                                                latency_budget_s=0.5))
+    assert e.value.field == "inference_workload" and "unknown inference workload 'gpt5'" in e.value.message
