@@ -87,3 +87,33 @@ def test_an_unknown_inference_workload_is_refused_by_the_api(lab):
                                                 minibatches=10, inference_workload="gpt5", arrival_rate=1,
                                                 latency_budget_s=0.5))
     assert e.value.field == "inference_workload" and "unknown inference workload 'gpt5'" in e.value.message
+
+
+def test_the_closed_loop_steps_to_a_faster_mode_when_p95_is_over_the_latency_budget_and_power_allows():
+    import numpy as np
+
+    from jetfleet.controller.jobs.loop import ClosedLoop, Point, Window
+    from jetfleet.controller.powertrain.feedback import Feedback
+    from jetfleet.controller.powertrain.optimize import Predictions
+    from jetfleet.shared.catalog import get_catalog
+
+    modes = get_catalog("orin-nano").grid("full")[:3]
+    time_ms, power_w = np.array([300.0, 200.0, 100.0]), np.array([8.0, 9.0, 14.0])   # the fastest is over 11 W
+    index = {str(m): i for i, m in enumerate(modes)}
+
+    def loop() -> ClosedLoop:
+        return ClosedLoop(Feedback(Predictions(modes, time_ms, power_w)), index, goal="power", power_budget_w=11,
+                          deadline_s=0, minibatches=10_000, max_steps=3, latency_budget_ms=500)
+
+    p = Point(0, 0.0, 0.0, str(modes[0]), 0.0)
+    w = Window(str(modes[0]), 8.0, 300.0, p, p)
+    lp = loop()
+    step = lp.on_window(w, p95_ms=650.0)
+    assert step is not None and step.kind == "latency" and step.choice.index == 1, step   # faster, within 11 W
+    assert "p95 650.0 ms over the 500 ms latency budget" in step.reason and lp.latency_missed
+    lp = loop()
+    step = lp.on_window(w, p95_ms=400.0)      # within: no latency step (the power goal's own headroom step)
+    assert step is not None and step.kind == "headroom" and not lp.latency_missed
+    over = Window(str(modes[0]), 12.0, 300.0, p, p)
+    step = loop().on_window(over, p95_ms=650.0)
+    assert step is None or step.kind == "over"       # power over its budget comes first: never a step up

@@ -183,12 +183,16 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(observed_lab)
             r = run(*args)
             assert r.exit_code == 0, (args, r.output)
         # a running job's power series live only while it runs: a long one, seen by Prometheus, then cancelled
+        # (serving an inference stream beside it: the stream's latency histogram and request counters, issue 15)
         r = run("job", "submit", "--workload", "lstm", "--device", "orin-nano-1", "--power-budget", "14W",
-                "--minibatches", "10000000", "--window", "2", "--output", "json")
+                "--minibatches", "10000000", "--window", "2", "--with-inference", "mobilenet_v3", "--arrival-rate", "5",
+                "--latency-budget", "2s", "--output", "json")
         assert r.exit_code == 0, r.output
         job_id = json.loads(r.stdout)["job_id"]   # (stdout: the note on stderr is for people)
         wait_until(lambda: len(query(f'jetfleet_job_power_watts{{job_id="{job_id}"}}')) >= 2, 60,
                    "the running job's power and budget in prometheus")
+        wait_until(lambda: query(f'jetfleet_inference_latency_seconds_count{{job_id="{job_id}"}} > 0'), 60,
+                   "the job's served requests in prometheus")
         assert run("job", "cancel", job_id).exit_code == 0
         wait_until(lambda: not query(f'jetfleet_job_power_watts{{job_id="{job_id}"}}'), 30,
                    "the cancelled job's power series to go")
