@@ -117,3 +117,52 @@ def test_the_closed_loop_steps_to_a_faster_mode_when_p95_is_over_the_latency_bud
     over = Window(str(modes[0]), 12.0, 300.0, p, p)
     step = loop().on_window(over, p95_ms=650.0)
     assert step is None or step.kind == "over"       # power over its budget comes first: never a step up
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"inference_batch_size": 0}, "run_training.inference_batch_size"),
+    ({"inference_batch_size": 65}, "run_training.inference_batch_size"),
+    ({"latency_budget_s": 0.0}, "run_training.latency_budget_s"),
+    ({"arrival_rate": 0.0}, "run_training.arrival_rate"),
+    ({"inference_workload": "gpt5"}, "inference_workload"),
+    ({"arrival_times_s": [2.0, 1.0], "arrival_rate": 0.0}, "run_training.arrival_times_s"),
+])
+def test_the_agent_refuses_a_malformed_stream_before_training(change, field):
+    from jetfleet.agent.executor import CommandExecutor
+    from jetfleet.shared.errors import JetfleetError
+    from jetfleet.shared.proto import agent_pb2
+    from jetfleet.twin.board import EmulatedBoard
+
+    ex = CommandExecutor(EmulatedBoard("orin-nano", 0, speed=1000.0))
+    args = {"workload": "mobilenet_v3", "minibatches": 10, "inference_workload": "mobilenet_v3", "arrival_rate": 5.0,
+            "inference_batch_size": 8, "latency_budget_s": 0.5, **change}
+    cmd = agent_pb2.Command(command_id="c1", run_training=agent_pb2.RunTraining(**args))
+    with pytest.raises(JetfleetError) as e:
+        ex.check(cmd)
+    assert e.value.field == field, e.value.message
+
+
+def test_the_agent_measures_inference_latency_by_batch_size_and_refuses_a_bad_batch():
+    import asyncio
+
+    from jetfleet.agent.executor import CommandExecutor
+    from jetfleet.shared.convert import mode_to_pb
+    from jetfleet.shared.errors import InvalidArgument
+    from jetfleet.shared.proto import agent_pb2
+    from jetfleet.twin.board import EmulatedBoard
+
+    board = EmulatedBoard("orin-nano", 0, speed=1000.0)
+    ex = CommandExecutor(board)
+    maxn = mode_to_pb(board.catalog.maxn)
+    with pytest.raises(InvalidArgument) as e:
+        ex.check(agent_pb2.Command(command_id="c1", run_inference=agent_pb2.RunInference(
+            workload="mobilenet_v3", mode=maxn, batch_sizes=[8, 65])))
+    assert e.value.field == "run_inference.batch_sizes" and "allowed 1..64" in e.value.message
+    result = asyncio.run(ex.execute(agent_pb2.Command(command_id="c2", run_inference=agent_pb2.RunInference(
+        workload="mobilenet_v3", mode=maxn, batch_sizes=[1, 8, 64]))))
+    assert result.ok, result.error
+    lat = list(result.inference.latency_s)
+    assert list(result.inference.batch_sizes) == [1, 8, 64] and lat[0] < lat[1] < lat[2]
+    expected = [board.expected_inference("mobilenet_v3", board.catalog.maxn, batch_size=b)[0] for b in (1, 8, 64)]
+    assert lat == pytest.approx(expected, rel=0.3)      # the twin's steady state, within its warm-up and jitter
+    assert 0 < result.inference.power_w
