@@ -166,3 +166,21 @@ def test_the_agent_measures_inference_latency_by_batch_size_and_refuses_a_bad_ba
     expected = [board.expected_inference("mobilenet_v3", board.catalog.maxn, batch_size=b)[0] for b in (1, 8, 64)]
     assert lat == pytest.approx(expected, rel=0.3)      # the twin's steady state, within its warm-up and jitter
     assert 0 < result.inference.power_w
+
+
+def test_a_job_serves_a_trace_of_arrival_times(lab, tmp_path):
+    trace = tmp_path / "arrivals.txt"
+    trace.write_text("# arrival times (s)\n" + "\n".join(f"{0.25 * i:.2f}" for i in range(4000)) + "\n")   # 4/s, 1000 s
+    r = submit(lab, "--power-budget", "11W", "--window", "5", "--with-inference", "mobilenet_v3", "--trace",
+               str(trace), "--latency-budget", "900ms", "--inference-batch-size", "4", "--wait")
+    assert r.exit_code == 0, r.output
+    job = json.loads(r.stdout)
+    inf = job["inference"]
+    assert job["state"] == "done" and inf["trace"] and inf["arrival_rate"] == pytest.approx(4.0, rel=0.01)
+    assert inf["batch_size"] == 4 and inf["choice"] == "given"
+    assert 1000 < inf["served"] < 4000 and inf["dropped"] == 0 and inf["p95_ms"] <= 900
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0.5\n0.2\n")
+    r = submit(lab, "--power-budget", "11W", "--with-inference", "mobilenet_v3", "--trace", str(bad),
+               "--latency-budget", "900ms")
+    assert r.exit_code == 3 and "trace line 2" in r.output
