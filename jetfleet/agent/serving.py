@@ -33,6 +33,7 @@ from jetfleet.shared.workloads.inference import check_batch_size
 
 DEFAULT_LATENCY_WINDOW_S = 10.0
 DEFAULT_PASSES = 5
+BLOCK_S = 600.0           # board seconds of Poisson arrivals generated at a time
 MAX_PASSES = 1000
 
 
@@ -123,11 +124,6 @@ def serve_beside_training(device: Device, r: agent_pb2.RunTraining, *, on_miniba
         t_train = steps.train()
         done = [1]
         on_minibatch(0, t_train)
-        if r.arrival_rate:
-            horizon = min(MAX_REQUESTS / r.arrival_rate, 60.0 + 4.0 * t_train * r.minibatches)
-            arrivals = poisson_arrivals(r.arrival_rate, horizon, int(r.seed))
-        else:
-            arrivals = np.asarray(r.arrival_times_s, dtype=float)
 
         def train() -> float:
             d = steps.train()
@@ -140,9 +136,20 @@ def serve_beside_training(device: Device, r: agent_pb2.RunTraining, *, on_miniba
 
         sched = ManagedScheduler(batch_size=b, latency_budget_s=r.latency_budget_s, infer=steps.infer, train=train,
                                  infer_estimate_s=estimate, train_estimate_s=t_train, clock=DeviceClock(device))
-        if done[0] < r.minibatches:
-            sched.run(arrivals, train_minibatches=r.minibatches - done[0], stop=lambda: done[0] >= r.minibatches,
-                      on_served=lambda lat, dropped: stats.add(device.now_s(), lat, dropped))
+        finished = lambda: done[0] >= r.minibatches  # noqa: E731
+        served = lambda lat, dropped: stats.add(device.now_s(), lat, dropped)  # noqa: E731
+        if r.arrival_rate:   # blocks of BLOCK_S of the Poisson stream, each served to its last request
+            block = 0
+            while not finished():
+                arrivals = poisson_arrivals(r.arrival_rate, BLOCK_S, int(r.seed) * 1_000_003 + block)
+                block += 1
+                if len(arrivals):
+                    sched.run(arrivals, stop=finished, on_served=served)
+                else:
+                    sched.run([], train_minibatches=1, stop=finished)
+        elif not finished():   # the trace, then training alone once it has been served
+            sched.run(np.asarray(r.arrival_times_s, dtype=float), train_minibatches=r.minibatches - done[0],
+                      stop=finished, on_served=served)
         return start, device.now_s()
     finally:
         steps.close()
