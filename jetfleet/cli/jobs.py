@@ -163,6 +163,9 @@ def _follow(c: Any, job_id: str, output: str) -> Any:
             last[0] = state
         if job.state == "running" and job.minibatches:
             power = f"{job.observed_power_w:.1f} W" if job.observed_power_w else ""
+            inf = job.inference
+            if inf is not None and inf.p95_ms is not None:
+                power = ", ".join(x for x in (power, f"p95 {inf.p95_ms:.0f} ms") if x)
             progress.update(job.minibatches_done, job.minibatches, power, job.eta_s)
 
     try:
