@@ -21,6 +21,7 @@ code with their own time."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -34,6 +35,7 @@ OVER_TOLERANCE = 0.01    # the sensors' noise: a sum this far over the cap count
 HEADROOM = 0.04          # under the cap by more than this share: step up
 LOOP_MARGIN = 0.02       # a corrected prediction's margin (the ratio is measured at one mode)
 RATIO_GAIN = 0.5         # how fast the observed/predicted ratio follows new windows
+WAIT_GAIN = 0.25         # a queued job waits for a busy faster board if it would finish this much sooner there
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class Board:
 
     board_id: str
     model: str
-    idle_w: float
+    idle_w: float            # what it draws when no job of this domain runs there
+    available: bool = True   # False: busy with other work (its draw counts, nothing is placed there)
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class FleetJob:
     deadline_s: float = math.inf
     arrival_s: float = 0.0
     board: str = ""
+    model: str = ""                  # the board model it was placed on
     option: int = -1
     ratio: float = math.nan          # observed / predicted power at its modes (the loop's correction)
     started_s: float = math.nan
@@ -164,11 +168,15 @@ class FleetScheduler:
         return np.asarray(c.power_w * job.ratio * (1 + LOOP_MARGIN))
 
     def value_of(self, job: FleetJob, model: str) -> np.ndarray:
-        """Priority x throughput of each candidate."""
+        """Priority x throughput of each candidate (predicted: correcting time from the windows churned modes, as
+        docs/fleet-cap.md says)."""
         return np.asarray(job.priority * job.ref_ms / job.candidates[model].time_ms)
 
     def _board(self, board_id: str) -> Board:
-        return next(b for b in self.boards if b.board_id == board_id)
+        for b in self.boards:
+            if b.board_id == board_id:
+                return b
+        return Board(board_id, self.running[board_id].model, 0.0, available=False)   # a running job's board that went offline
 
     def _joint(self, placed: list[tuple[FleetJob, Board]]) -> tuple[list[int], float] | None:
         busy = {b.board_id for _, b in placed}
@@ -182,9 +190,11 @@ class FleetScheduler:
         placed = [(j, self._board(bid)) for bid, j in self.running.items()]
         best = self._joint(placed)
         starts: list[FleetJob] = []
+        awaited: set[str] = set()       # busy boards a queued job waits for (the next job does not count on them)
         for job in sorted(self.queue, key=FleetJob.key):
-            free = [b for b in self.boards if b.board_id not in self.running and b.model in job.candidates
-                    and b.board_id not in {j.board for j in starts}]
+            taken = {j.board for j in starts}
+            free = [b for b in self.boards if b.available and b.board_id not in self.running
+                    and b.model in job.candidates and b.board_id not in taken]
             tried: list[tuple[Board, tuple[list[int], float]]] = []
             for b in free:
                 job.board = b.board_id     # what this board showed of its power counts (power_of)
@@ -197,10 +207,16 @@ class FleetScheduler:
             board, r = max(tried, key=lambda t: t[1][1])
             if best is not None and r[1] < best[1] - 1e-9:
                 continue
+            wait_for = self._worth_waiting(job, board, awaited)
+            if wait_for:
+                awaited.add(wait_for)
+                continue
             placed.append((job, board))
-            job.board = board.board_id
+            job.board, job.model = board.board_id, board.model
             starts.append(job)
             best = r
+        if len(starts) > 1 and best is not None:
+            placed, best = self._swap(placed, starts, best)
         changes: list[Change] = []
         if best is None:
             if placed:   # the running jobs no longer fit (a lower cap): each to its lowest-power mode
@@ -221,6 +237,47 @@ class FleetScheduler:
                                       "joint choice: " + ("slowed" if k < old else "sped up")))
         return changes
 
+    def _worth_waiting(self, job: FleetJob, board: Board, awaited: set[str]) -> str:
+        """A busy board of another model on which the job, started when that board frees (its job's remaining
+        minibatches at its current mode), would still finish clearly sooner (by WAIT_GAIN) than on ``board`` at
+        its fastest: that board's id (the job waits for it), else ''. Keeps long jobs off slow boards, which
+        would otherwise set the makespan."""
+        left = job.minibatches - job.done
+        here_s = left * float(job.candidates[board.model].time_ms.min()) / 1e3
+        best_s, best_bid = here_s * (1 - WAIT_GAIN), ""
+        for bid, other in self.running.items():
+            b = self._board(bid)
+            if bid in awaited or b.model == board.model or b.model not in job.candidates or not b.available:
+                continue
+            frees_s = (other.minibatches - other.done) * float(other.candidates[b.model].time_ms[other.option]) / 1e3
+            there_s = frees_s + left * float(job.candidates[b.model].time_ms.min()) / 1e3
+            if there_s < best_s:
+                best_s, best_bid = there_s, bid
+        return best_bid
+
+    def _swap(self, placed: list[tuple[FleetJob, Board]], starts: list[FleetJob],
+              best: tuple[list[int], float]) -> tuple[list[tuple[FleetJob, Board]], tuple[list[int], float]]:
+        """Jobs placed in one pass, greedily in queue order: exchange their boards pairwise while the joint value
+        grows (two jobs on two board models are better matched the other way round)."""
+        improved = True
+        while improved:
+            improved = False
+            idx = [i for i, (j, _) in enumerate(placed) if j in starts]
+            for a, b in itertools.combinations(idx, 2):
+                (ja, ba), (jb, bb) = placed[a], placed[b]
+                if ba.model == bb.model or bb.model not in ja.candidates or ba.model not in jb.candidates:
+                    continue
+                trial = list(placed)
+                trial[a], trial[b] = (ja, bb), (jb, ba)
+                ja.board, jb.board = bb.board_id, ba.board_id
+                r = self._joint(trial)
+                ja.board, jb.board = ba.board_id, bb.board_id
+                if r is not None and r[1] > best[1] + 1e-9:
+                    placed, best, improved = trial, r, True
+                    ja.board, ja.model, jb.board, jb.model = bb.board_id, bb.model, ba.board_id, ba.model
+                    break
+        return placed, best
+
     def finish(self, job_id: str) -> list[Change]:
         """A job ended (done, failed or cancelled): its board is free; the others re-chosen."""
         for bid, j in list(self.running.items()):
@@ -238,8 +295,9 @@ class FleetScheduler:
         return total
 
     def observe(self, board_power_w: dict[str, float]) -> list[Change]:
-        """A window's mean power per board (W): correct each running job's model, then step down (over the cap)
-        or up (headroom) by throughput per watt. Boards missing from the window count at the prediction."""
+        """A window's mean power per board (W): correct each running job's power model; then step down (over the
+        cap) by least throughput lost per watt, or up (headroom) by most throughput gained per watt. Boards
+        missing from the window count at the prediction."""
         for bid, j in self.running.items():
             if bid in board_power_w:
                 c = j.candidates[self._board(bid).model]
@@ -301,7 +359,7 @@ class FleetScheduler:
             if dp > room_w:
                 continue
             gain = float(v[j.option + 1] - v[j.option]) / max(dp, 1e-9)
-            if best is None or gain > best[0]:
+            if gain > 0 and (best is None or gain > best[0]):
                 best = (gain, j, dp)
         return None if best is None else (best[1], best[2])
 
