@@ -31,11 +31,14 @@ class Option:
 def solve(groups: Sequence[Sequence[Option]], budget_w: float, *,
           resolution_w: float = RESOLUTION_W) -> tuple[list[int], float] | None:
     """One option index per group maximising the summed value with summed power <= ``budget_w``; with the
-    summed value. None when even the lowest-power options do not fit. No groups: ([], 0)."""
+    summed value. None when even the lowest-power options do not fit. No groups: ([], 0). An infinite budget
+    constrains nothing."""
     if not groups:
         return ([], 0.0) if budget_w >= 0 else None
-    if any(not g for g in groups) or budget_w < 0 or not math.isfinite(budget_w):
+    if any(not g for g in groups) or not budget_w >= 0:
         return None
+    if math.isinf(budget_w):   # no cap: every group's highest-power option fits
+        budget_w = sum(max(o.power_w for o in g) for g in groups)
     res = max(resolution_w, budget_w / MAX_CELLS)
     cells = int(math.floor(budget_w / res + 1e-9))
     neg = -np.inf

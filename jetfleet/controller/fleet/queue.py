@@ -147,18 +147,21 @@ class FleetQueue:
 
     # --- the aggregate loop ----------------------------------------------------------------------------------
     def measured(self) -> dict[str, float]:
-        """Each online board's mean power over the samples since the last call (its last sample if none are new)."""
+        """Each online board's mean power over its samples since the last call; a board running a fleet job only
+        over the samples taken in the mode the queue set (a step takes a batch of telemetry to show, and a stale
+        window would step again). A board without such samples is left out (the scheduler counts its prediction)."""
         out: dict[str, float] = {}
         for b in self.sched.boards:
             window = self.caps.telemetry.window(b.board_id)
             since = self._seen_t.get(b.board_id, -math.inf)
-            new = [s.total_w for s in window if s.t_s > since]
-            if window:
-                self._seen_t[b.board_id] = max(s.t_s for s in window)
+            new = [s for s in window if s.t_s > since]
+            job = self.sched.running.get(b.board_id)
+            if job is not None:
+                want = _knobs(job.candidates[job.model].modes[job.option])
+                new = [s for s in new if _knobs_of(s) == want]
             if new:
-                out[b.board_id] = sum(new) / len(new)
-            elif window:
-                out[b.board_id] = window[-1].total_w
+                self._seen_t[b.board_id] = max(s.t_s for s in new)
+                out[b.board_id] = sum(s.total_w for s in new) / len(new)
         return out
 
     async def tick(self) -> None:
@@ -189,3 +192,12 @@ class FleetQueue:
 
 
 __all__ = ["LAB", "FleetQueue"]
+
+
+def _knobs(mode: str) -> tuple[int, float, float, float]:
+    cores, cpu, gpu, mem = mode.split("/")
+    return int(cores), round(float(cpu)), round(float(gpu)), round(float(mem))
+
+
+def _knobs_of(s: Any) -> tuple[int, float, float, float]:
+    return int(s.cores_online), round(s.cpu_mhz), round(s.gpu_mhz), round(s.mem_mhz)

@@ -89,6 +89,7 @@ class FleetJob:
     board: str = ""
     model: str = ""                  # the board model it was placed on
     option: int = -1
+    ceiling: int = 1 << 30           # the aggregate loop steps up no further than below this (a mode seen over)
     ratio: float = math.nan          # observed / predicted power at its modes (the loop's correction)
     started_s: float = math.nan
     done: float = 0.0                # minibatches done (the caller advances it)
@@ -133,8 +134,8 @@ class FleetScheduler:
         return sum(b.idle_w for b in self.boards)
 
     def check_cap(self, cap_w: float) -> None:
-        """A cap must be finite and above the domain's idle power (the boards draw that doing nothing)."""
-        if not (math.isfinite(cap_w) and cap_w > 0):
+        """A cap must be positive (math.inf: none) and above the domain's idle power (what the boards draw idle)."""
+        if not cap_w > 0:
             raise InvalidArgument(f"cap {cap_w!r} W: expected a positive number of watts", field="cap_w")
         if cap_w < self.idle_sum_w:
             raise InvalidArgument(f"cap {cap_w:g} W is below the idle power of its {len(self.boards)} boards "
@@ -188,6 +189,8 @@ class FleetScheduler:
     def schedule(self) -> list[Change]:
         """Re-choose the running jobs' modes jointly and start what the cap allows; the changes to make."""
         placed = [(j, self._board(bid)) for bid, j in self.running.items()]
+        for j, _ in placed:
+            j.ceiling = 1 << 30      # a new joint choice: the loop's ceilings start again
         best = self._joint(placed)
         starts: list[FleetJob] = []
         awaited: set[str] = set()       # busy boards a queued job waits for (the next job does not count on them)
@@ -316,6 +319,7 @@ class FleetScheduler:
                 if step is None:
                     break
                 job, dp = step
+                job.ceiling = min(job.ceiling, job.option)   # it was over here: no step back up to it until re-chosen
                 job.option -= 1
                 est -= dp
                 changes.append(self._change(job, "over", f"lab {measured:.1f} W over the {self.cap_w:g} W cap"))
@@ -329,7 +333,10 @@ class FleetScheduler:
                 job.option += 1
                 est += dp
                 changes.append(self._change(job, "headroom", f"lab {measured:.1f} W under the {self.cap_w:g} W cap"))
-        return changes
+        final: dict[str, Change] = {}              # several steps of one job in a window: one move, to the last
+        for c in changes:
+            final[c.job_id] = c if c.job_id not in final else Change(c.job_id, c.board, c.mode, c.kind, c.reason)
+        return list(final.values())
 
     def _change(self, job: FleetJob, kind: str, reason: str) -> Change:
         model = self._board(job.board).model
@@ -352,7 +359,7 @@ class FleetScheduler:
         best: tuple[float, FleetJob, float] | None = None
         for bid, j in self.running.items():
             m = self._board(bid).model
-            if j.option >= len(j.candidates[m].modes) - 1:
+            if j.option >= min(len(j.candidates[m].modes), j.ceiling) - 1:
                 continue
             p, v = self.power_of(j, m), self.value_of(j, m)
             dp = float(p[j.option + 1] - p[j.option])
