@@ -125,6 +125,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
         """Serve `jetfleet devices label`: add, replace or remove a board's labels."""
         fleet = self.service.fleet
         assert fleet is not None
+        fleet.refresh()
         await asyncio.to_thread(fleet.set_labels, request.device_id, dict(request.labels))
         return self.service.device_pb(self.service.registry.get(request.device_id))
 
@@ -133,6 +134,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
                           context: grpc.aio.ServicerContext) -> operator_pb2.FleetPlan:
         """Serve `jetfleet fleet cap set`."""
         assert self.service.fleet is not None
+        self.service.fleet.refresh()
         await asyncio.to_thread(self.service.fleet.set_cap, request.cap_w, request.group)
         if self.service.jobs.fleet is not None:
             await self.service.jobs.fleet.reschedule()   # a new cap: the fleet jobs' modes re-chosen under it
@@ -143,6 +145,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
                             context: grpc.aio.ServicerContext) -> operator_pb2.FleetPlan:
         """Serve `jetfleet fleet cap clear`."""
         assert self.service.fleet is not None
+        self.service.fleet.refresh()
         plan = await asyncio.to_thread(self.service.fleet.clear_cap, request.group)
         if self.service.jobs.fleet is not None:
             await self.service.jobs.fleet.reschedule()
@@ -153,6 +156,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
                            context: grpc.aio.ServicerContext) -> operator_pb2.FleetPlan:
         """Serve `jetfleet fleet plan` and `fleet cap show`."""
         assert self.service.fleet is not None
+        self.service.fleet.refresh()
         return await asyncio.to_thread(self.service.fleet.plan, request.group)
 
     @rpc

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily
@@ -28,13 +29,41 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 MAX_LABELS = 16
 
 
+@dataclass(frozen=True)
+class BoardView:
+    """A board as the caps see it, taken on the event loop: model, online, last total power, idle power (W)."""
+
+    device_id: str
+    model: str
+    online: bool
+    power_w: float
+    idle_w: float
+
+
 class FleetCaps:
-    """Caps and labels over the registry's boards (this module's docstring)."""
+    """Caps and labels over the registry's boards (this module's docstring). ``refresh`` runs on the event loop
+    (it reads the registry and the telemetry windows); everything else reads its snapshot and the store, so it may
+    run in a worker thread or in a metrics scrape."""
 
     def __init__(self, registry: Registry, telemetry: TelemetryHub, jobs: JobManager) -> None:
         self.registry, self.telemetry, self.jobs = registry, telemetry, jobs
         self.store = registry.store
         self._idle: dict[str, float] = {}    # board -> the lowest total power it has shown (its idle, or above)
+        self._views: dict[str, BoardView] = {}
+
+    def refresh(self) -> dict[str, BoardView]:
+        """Snapshot every known board (event loop only): its power now and the lowest it has shown."""
+        views = {}
+        for d in self.registry.list():
+            dev = d.record.device_id
+            low = min((s.total_w for s in self.telemetry.window(dev)), default=math.inf)
+            if low < self._idle.get(dev, math.inf):
+                self._idle[dev] = low
+            last = self.telemetry.last(dev)
+            views[dev] = BoardView(dev, d.record.model, d.online, last.total_w if last is not None and d.online else 0.0,
+                                   self.idle_w(dev))
+        self._views = views
+        return views
 
     # --- labels -------------------------------------------------------------------------------------------
     def labels(self, device_id: str) -> dict[str, str]:
@@ -64,16 +93,12 @@ class FleetCaps:
     # --- caps ----------------------------------------------------------------------------------------------
     def members(self, group: str) -> list[str]:
         """The boards a cap covers: every known board (group ''), or those labelled rack=GROUP."""
-        ids = [d.record.device_id for d in self.registry.list()]
+        ids = list(self._views)
         return ids if not group else [i for i in ids if self.labels(i).get(GROUP_LABEL) == group]
 
     def idle_w(self, device_id: str) -> float:
         """What a board draws idle: the lowest total power it has shown this controller (0 when it sent none)."""
-        window = self.telemetry.window(device_id)
-        low = min((s.total_w for s in window), default=math.inf)
         seen = self._idle.get(device_id, math.inf)
-        if low < seen:
-            self._idle[device_id] = seen = low
         return 0.0 if math.isinf(seen) else seen
 
     def set_cap(self, cap_w: float, group: str) -> operator_pb2.FleetPlan:
@@ -110,19 +135,18 @@ class FleetCaps:
         """Every cap (or one group's): its boards, the jobs on them, observed and predicted power, headroom."""
         running = {r.run.get("device_id", ""): r for r in list(self.jobs.records.values())
                    if r.state in ("applying", "running")}
-        fleet = self.jobs.fleet.plan_rows() if self.jobs.fleet is not None else {}
+        fleet = self.jobs.fleet.rows if self.jobs.fleet is not None else {}
         out = operator_pb2.FleetPlan(queued_jobs=[r.job_id for r in sorted(
             list(self.jobs.records.values()), key=lambda r: r.created_s) if r.goal == "fleet" and r.state == "queued"])
+        views = self._views
         for g, cap in self.caps():
             if group and g != group:
                 continue
             msg = out.caps.add(group=g, cap_w=cap)
             for dev in self.members(g):
-                d = self.registry.get(dev)
-                last = self.telemetry.last(dev)
-                power = last.total_w if last is not None and d.online else 0.0
-                b = msg.boards.add(device_id=dev, model=d.record.model, group=self.labels(dev).get(GROUP_LABEL, ""),
-                                   online=d.online, power_w=power)
+                v = views[dev]
+                b = msg.boards.add(device_id=dev, model=v.model, group=self.labels(dev).get(GROUP_LABEL, ""),
+                                   online=v.online, power_w=v.power_w)
                 job = running.get(dev)
                 if job is not None:
                     b.job_id, b.workload, b.mode = job.job_id, job.workload, job.mode
@@ -131,9 +155,9 @@ class FleetCaps:
                         b.predicted_w = float(row["predicted_w"])  # type: ignore[arg-type]
                     else:
                         b.predicted_w = float(job.choice.get("power_hi_w", 0.0)) if job.choice else 0.0
-                msg.power_w += power
-                msg.idle_w += self.idle_w(dev)
-                msg.predicted_w += b.predicted_w or power
+                msg.power_w += v.power_w
+                msg.idle_w += v.idle_w
+                msg.predicted_w += b.predicted_w or v.power_w
             msg.headroom_w = cap - msg.power_w
         return out
 

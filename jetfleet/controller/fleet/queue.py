@@ -36,7 +36,7 @@ class FleetQueue:
         self.models: dict[str, str] = {}          # job -> board model -> chosen at placement
         self.lock = asyncio.Lock()
         self._seen_t: dict[str, float] = {}       # board -> newest sample time the loop has used
-        self._task: asyncio.Task[None] | None = None
+        self.rows: dict[str, dict[str, Any]] = {}   # board -> its fleet job's plan row (a snapshot for other threads)
 
     # --- inputs ----------------------------------------------------------------------------------------
     def lab_cap(self) -> float:
@@ -87,6 +87,7 @@ class FleetQueue:
         return out
 
     def _sync(self) -> None:
+        self.caps.refresh()
         self.sched.boards = self._boards()
         try:
             self.sched.cap_w = self.lab_cap()
@@ -131,6 +132,7 @@ class FleetQueue:
             await self._apply(self._schedule())
 
     async def _apply(self, changes: list[Change]) -> None:
+        self.rows = {str(r["board"]): r for r in self.sched.plan() if r["state"] == "running"}
         for c in changes:
             runner = self.jobs.runners.get(c.job_id)
             job = self.fleet_jobs.get(c.job_id)
@@ -169,6 +171,7 @@ class FleetQueue:
         async with self.lock:
             self._sync()
             if not self.sched.running or not math.isfinite(self.sched.cap_w):
+                self.rows = {}
                 return
             await self._apply(self.sched.observe(self.measured()))
 
@@ -186,12 +189,6 @@ class FleetQueue:
             except Exception:
                 log.exception("fleet loop")
 
-    def plan_rows(self) -> dict[str, dict[str, Any]]:
-        """Board -> the fleet job there: its mode and the power the scheduler reckons for it."""
-        return {r["board"]: r for r in self.sched.plan() if r["state"] == "running"}
-
-
-__all__ = ["LAB", "FleetQueue"]
 
 
 def _knobs(mode: str) -> tuple[int, float, float, float]:
