@@ -96,7 +96,9 @@ class TelemetryHub:
             # not a cached child: the registry removes an offline board's series, a cached child would stay detached
             self.metrics.board_power.labels(device_id, catalog.model).set(newest_w)
             self.metrics.telemetry_samples.labels(device_id).inc(n_samples + n_cols)
-        if batch.dropped:
+            # inc(0) too: a board's dropped-samples series exists (at 0) from its first samples, as Prometheus expects
+            self.metrics.telemetry_dropped.labels(device_id).inc(batch.dropped)
+        elif batch.dropped:
             self.metrics.telemetry_dropped.labels(device_id).inc(batch.dropped)
         return n_samples + n_cols
 
