@@ -23,6 +23,7 @@ class FleetBoard:
     predicted_w: float
 
     def to_dict(self) -> dict[str, Any]:
+        """As `fleet plan --output json` prints it."""
         return dict(vars(self))
 
 
@@ -41,11 +42,13 @@ class FleetCap:
 
     @classmethod
     def from_pb(cls, c: operator_pb2.FleetCap) -> FleetCap:
+        """From the wire message."""
         return cls(c.group, c.cap_w, c.power_w, c.idle_w, c.headroom_w, c.predicted_w,
                    [FleetBoard(b.device_id, b.model, b.group, b.online, b.power_w, b.job_id, b.workload, b.mode,
                                b.predicted_w) for b in c.boards])
 
     def to_dict(self) -> dict[str, Any]:
+        """As `fleet plan --output json` prints it."""
         d = {k: v for k, v in vars(self).items() if k != "boards"}
         d["group"] = self.group or "lab"
         d["boards"] = [b.to_dict() for b in self.boards]

@@ -14,9 +14,9 @@ import grpc
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.config import ControllerConfig
-from jetfleet.controller.health import HealthAndReflection
 from jetfleet.controller.fleet.caps import FleetCaps
 from jetfleet.controller.fleet.queue import FleetQueue
+from jetfleet.controller.health import HealthAndReflection
 from jetfleet.controller.jobs import JobManager, JobsConfig
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.powertrain.service import ModelService

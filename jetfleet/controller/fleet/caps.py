@@ -67,6 +67,7 @@ class FleetCaps:
 
     # --- labels -------------------------------------------------------------------------------------------
     def labels(self, device_id: str) -> dict[str, str]:
+        """A board's labels (none when it has none)."""
         doc = self.store.get_doc(LABEL_KIND, device_id)
         return dict(doc.get("labels", {})) if doc else {}
 
@@ -128,6 +129,7 @@ class FleetCaps:
         return self.plan()
 
     def caps(self) -> list[tuple[str, float]]:
+        """Every stored cap as (group, watts); group '' is the lab-wide one."""
         return [(str(d["group"]), float(d["cap_w"])) for d in self.store.list_docs(CAP_KIND)]
 
     # --- the plan --------------------------------------------------------------------------------------------
@@ -163,6 +165,7 @@ class FleetCaps:
 
     # --- metrics (a collector: computed at each scrape) -------------------------------------------------------
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        """The cap and power gauges per group, from the last snapshot (a scrape never touches the event loop's state)."""
         caps = GaugeMetricFamily("jetfleet_fleet_cap_watts", "Power cap of the lab (group=lab) or a rack group",
                                  labels=["group"])
         power = GaugeMetricFamily("jetfleet_fleet_power_watts", "Summed board power under a cap (last telemetry, "
@@ -174,4 +177,5 @@ class FleetCaps:
         yield power
 
     def describe(self) -> list[GaugeMetricFamily]:
+        """Nothing up front: the registry collects at each scrape."""
         return []

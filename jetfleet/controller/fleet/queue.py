@@ -14,7 +14,7 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
-from jetfleet.controller.fleet.caps import LAB, FleetCaps
+from jetfleet.controller.fleet.caps import FleetCaps
 from jetfleet.controller.fleet.scheduler import Board, Candidates, Change, FleetJob, FleetScheduler
 from jetfleet.controller.store import JobRecord
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
@@ -40,6 +40,7 @@ class FleetQueue:
 
     # --- inputs ----------------------------------------------------------------------------------------
     def lab_cap(self) -> float:
+        """The lab-wide cap (W); FailedPrecondition when there is none."""
         for group, cap in self.caps.caps():
             if not group:
                 return cap

@@ -100,6 +100,7 @@ class FleetJob:
         return min(float(c.time_ms.min()) for c in self.candidates.values())
 
     def key(self) -> tuple[float, float, float, str]:
+        """Queue order: higher priority, then earlier deadline, then earlier arrival."""
         return (-self.priority, self.deadline_s, self.arrival_s, self.job_id)
 
 
@@ -333,9 +334,9 @@ class FleetScheduler:
                 job.option += 1
                 est += dp
                 changes.append(self._change(job, "headroom", f"lab {measured:.1f} W under the {self.cap_w:g} W cap"))
-        final: dict[str, Change] = {}              # several steps of one job in a window: one move, to the last
-        for c in changes:
-            final[c.job_id] = c if c.job_id not in final else Change(c.job_id, c.board, c.mode, c.kind, c.reason)
+        final: dict[str, Change] = {}    # several steps of one job in a window: one move (to the last), in first order
+        for ch in changes:
+            final[ch.job_id] = ch
         return list(final.values())
 
     def _change(self, job: FleetJob, kind: str, reason: str) -> Change:

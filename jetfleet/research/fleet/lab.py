@@ -68,12 +68,15 @@ class TwinLab:
         self.twins = [EmulatedBoard(m, seed=i + 1) for i, m in enumerate(self.models)]
 
     def board_id(self, i: int) -> str:
+        """Board ``i``'s id: MODEL-I."""
         return f"{self.models[i]}-{i}"
 
     def boards(self) -> list[Board]:
+        """The boards as the scheduler sees them."""
         return [Board(self.board_id(i), t.model, self.idle_w(i)) for i, t in enumerate(self.twins)]
 
     def idle_w(self, i: int) -> float:
+        """Board ``i`` idle at MAXN (W), its own variation included."""
         t = self.twins[i]
         return float(idle_state(t.catalog, t.catalog.maxn).total_w * t.power_factor)
 
@@ -136,6 +139,7 @@ class MaxnHoldback:
     running: dict[str, FleetJob] = field(default_factory=dict)
 
     def submit(self, job: FleetJob) -> None:
+        """Queue a job."""
         self.queue.append(job)
 
     def _fits(self, extra: Board, job: FleetJob) -> bool:
@@ -148,6 +152,7 @@ class MaxnHoldback:
         return next(b.model for b in self.boards if b.board_id == bid)
 
     def schedule(self) -> list[Change]:
+        """Start each queued job whose MAXN fits, on the fastest free board."""
         out = []
         for job in sorted(self.queue, key=FleetJob.key):
             free = sorted((b for b in self.boards if b.board_id not in self.running and b.model in job.candidates),
@@ -162,10 +167,12 @@ class MaxnHoldback:
         return out
 
     def finish(self, job_id: str) -> list[Change]:
+        """A job ended: its board frees."""
         self.running = {b: j for b, j in self.running.items() if j.job_id != job_id}
         return self.schedule()
 
     def observe(self, board_power_w: dict[str, float]) -> list[Change]:
+        """No loop: the baseline never steps."""
         return []
 
 
@@ -174,6 +181,7 @@ class EqualSplit(MaxnHoldback):
     """The cap split equally per board; a job runs at the fastest mode whose upper bound fits its board's share."""
 
     def schedule(self) -> list[Change]:
+        """Start each queued job whose MAXN fits, on the fastest free board."""
         share = self.cap_w / len(self.boards)
         out = []
         for job in sorted(self.queue, key=FleetJob.key):
@@ -260,7 +268,7 @@ def simulate(policy: str, lab: TwinLab, models: Models, specs: list[JobSpec], ca
         for bid, j in sched.running.items():
             j.done = min(j.minibatches, j.done + rates[bid] * dt)
         t = t_next
-        for bid, j in list(sched.running.items()):
+        for j in list(sched.running.values()):
             if j.done >= j.minibatches - 1e-6:
                 ends[j.job_id] = t
                 apply(sched.finish(j.job_id))

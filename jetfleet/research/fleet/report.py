@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -73,12 +74,12 @@ def optimum_instance(lab: TwinLab, models: Models, boards: list[int], workloads:
         return value, power
 
     for _ in range(windows):
-        measured = {}
+        measured: dict[str, float] = {}
         for b in sub:
-            j = sched.running.get(b.board_id)
-            p = b.idle_w if j is None else lab.truth(index[b.board_id], j.workload,
-                                                     j.candidates[b.model].modes[j.option])[1]
-            measured[b.board_id] = p * float(rng.lognormal(0, WINDOW_NOISE))
+            fj = sched.running.get(b.board_id)
+            drawn = b.idle_w if fj is None else lab.truth(index[b.board_id], fj.workload,
+                                                          fj.candidates[b.model].modes[fj.option])[1]
+            measured[b.board_id] = drawn * float(rng.lognormal(0, WINDOW_NOISE))
         sched.observe(measured)
     value, power = true_state()
     return {"cap_w": cap_w, "optimum": best, "ours": value, "ratio": value / best if best > 0 else math.nan,
@@ -96,7 +97,7 @@ def run_fleet(out: Path, *, jobs: int = 30, seed: int = 0, quick: bool = False,
     specs = make_jobs(8 if quick else jobs, seed, workloads=workloads)
     peak = lab.peak_w(workloads)
     idle = sum(b.idle_w for b in lab.boards())
-    rows = []
+    rows: list[dict[str, Any]] = []
     for frac in CAPS[::3] if quick else CAPS:
         progress(f"cap {frac:.0%} of {peak:.0f} W")
         runs = {p: simulate(p, lab, models, specs, frac * peak, seed=seed) for p in ("joint", "maxn", "split")}
@@ -105,7 +106,7 @@ def run_fleet(out: Path, *, jobs: int = 30, seed: int = 0, quick: bool = False,
     trio = [0, 3, 6] if not quick else [0, 1, 2]
     trio = [i for i in trio if i < len(boards)]
     rng = np.random.default_rng([seed, 3])
-    opt = []
+    opt: list[dict[str, Any]] = []
     sub_peak = sum(max(lab.truth(i, w, str(lab.twins[i].catalog.maxn))[1] for w in workloads) for i in trio)
     for r in range(2 if quick else 6):
         ws = [str(w) for w in rng.choice(workloads, len(trio))]
@@ -143,7 +144,8 @@ def render(r: dict) -> str:  # type: ignore[type-arg]
                      f"{b['throughput']:.2f} | {j['throughput'] / b['throughput'] if b['throughput'] else math.inf:.2f}× |")
     lines += ["", "Against the exhaustive optimum (one job per board on 3 boards, every placement and every true "
               "Pareto mode enumerated; ours after 6 loop windows; both in true watts):", "",
-              "| workloads | cap | optimum | ours | ours / optimum | our true power W | over % |", "|---|---|---|---|---|---|---|"]
+              "| workloads | cap | optimum | ours | ours / optimum | our true power W | over % |",
+              "|---|---|---|---|---|---|---|"]
     for o in r["optimum"]:
         lines.append(f"| {', '.join(o['workloads'])} | {o['cap_frac']:.0%} ({o['cap_w']:.0f} W) | {o['optimum']:.3f} | "
                      f"{o['ours']:.3f} | {o['ratio']:.3f} | {o['power_w']:.1f} | {o['over_pct']:.2f} |")
