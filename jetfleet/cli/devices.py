@@ -35,8 +35,8 @@ def devices_ls(conn: Connection, model: str, output: str) -> None:
         caps = [x.to_dict() for x in c.fleet_plan()]
     emit(output, rows, lambda rs: table(
         [[r["device_id"], r["model"], "online" if r["online"] else "offline", _mode_cell(r),
-          f"{r['power_w']:.1f} W" if "power_w" in r else "-", r["speed"], r["labels"].get("rack", "-")] for r in rs],
-        ["DEVICE", "MODEL", "STATE", "MODE", "POWER", "SPEED", "RACK"]) + ("\n" + caps_text(caps) if caps else ""))
+          f"{r['power_w']:.1f} W" if "power_w" in r else "-", r["labels"].get("rack", "-"), r["speed"]] for r in rs],
+        ["DEVICE", "MODEL", "STATE", "MODE", "POWER", "RACK", "SPEED"]) + ("\n" + caps_text(caps) if caps else ""))
 
 
 @devices_group.command("label")
