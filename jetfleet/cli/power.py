@@ -24,7 +24,8 @@ def caps_text(caps: list[dict[str, Any]]) -> str:
     """One line per cap: watts, drawn now, idle, headroom."""
     if not caps:
         return "no power cap set (jetfleet fleet cap set WATTS [--group RACK])"
-    return "\n".join(f"{c['group']}: cap {c['cap_w']:g} W, drawing {c['power_w']:.1f} W of {len(c['boards'])} boards "
+    return "\n".join(f"{c['group']}: cap {c['cap_w']:g} W, drawing {c['power_w']:.1f} W of {len(c['boards'])} "
+                     f"board{'s' if len(c['boards']) != 1 else ''} "
                      f"(idle {c['idle_w']:.1f} W), headroom {c['headroom_w']:.1f} W" for c in caps)
 
 
