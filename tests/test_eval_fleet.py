@@ -18,9 +18,9 @@ def test_the_quick_fleet_evaluation_writes_its_table_and_keeps_the_cap(tmp_path)
     for row in results["rows"]:
         for policy in ("joint", "maxn", "split"):
             assert row[policy]["unstarted"] == 0 and math.isfinite(row[policy]["makespan_s"])
-        # the full run's target is > 1% over the cap for at most 10 s (docs/fleet-cap.md); --quick trains its
-        # reference for 30 epochs instead of 100, so its bounds are looser: a window or a few over, by little
-        assert row["joint"]["over_s"] <= 60.0 and row["joint"]["peak_over_pct"] < 5.0
+        # the target is > 1% over the cap for at most 10 s: the full run meets it (0 s); this 4-board lab
+        # of two workloads went over for 2 windows (20 s) at one cap (docs/fleet-cap.md): bounded at 3 here
+        assert row["joint"]["over_s"] <= 30.0
     assert all(0 < o["ratio"] <= 1.0 + 1e-9 for o in results["optimum"])   # never above the true optimum
     report = (tmp_path / "report.md").read_text()
     assert "(a) MAXN held back" in report and "exhaustive optimum" in report

@@ -108,7 +108,7 @@ def eval_choices(out_dir: str, repeats: int, quick: bool, confidence: float, max
 @click.option("--out", "out_dir", default="eval-fleet", show_default=True, type=click.Path(file_okay=False))
 @click.option("--jobs", default=30, show_default=True, type=int, help="jobs in the emulated queue")
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--quick", is_flag=True, help="4 boards, two workloads, 8 jobs, two caps (a couple of minutes)")
+@click.option("--quick", is_flag=True, help="4 boards, two workloads, 8 jobs, three caps (a couple of minutes)")
 @output_option
 @handle_errors
 def eval_fleet(out_dir: str, jobs: int, seed: int, quick: bool, output: str) -> None:

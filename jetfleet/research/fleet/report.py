@@ -94,7 +94,7 @@ def run_fleet(out: Path, *, jobs: int = 30, seed: int = 0, quick: bool = False,
     out.mkdir(parents=True, exist_ok=True)
     workloads = WORKLOADS[:2] if quick else WORKLOADS
     boards = LAB[::2] if quick else LAB
-    models = build_models(workloads, boards, epochs=30 if quick else 100, progress=progress)
+    models = build_models(workloads, boards, progress=progress)
     lab = TwinLab(boards)
     specs = make_jobs(8 if quick else jobs, seed, workloads=workloads)
     peak = lab.peak_w(workloads)
