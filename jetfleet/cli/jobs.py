@@ -83,6 +83,9 @@ def job_group() -> None:
 @click.option("--max-steps", default=0, type=click.IntRange(0), help="closed-loop steps (default 3)")
 @click.option("--window", "window_s", default=0.0, type=float, help="board seconds per power check (default 10)")
 @click.option("--request-id", default="", help="a retried submit with this id returns the same job")
+@click.option("--fleet", is_flag=True, help="no board and no goal: queue it for the lab under its cap (`jetfleet fleet "
+              "cap set`); the queue places it and paces it with the others (--deadline then orders the queue)")
+@click.option("--priority", default=0.0, type=float, help="a fleet job's weight (default 1)")
 @click.option("--wait", is_flag=True, help="follow the job until it ends (Ctrl-C stops following; the job goes on)")
 @connection_options
 @output_option
@@ -90,7 +93,7 @@ def job_group() -> None:
 def job_submit(conn: Connection, workload: str, device_id: str, board_model: str, power_budget: str | None,
                deadline: str | None, min_energy: bool, minibatches: int, epochs: int, minibatches_per_epoch: int,
                profile_modes: int, strategy: str, confidence: float, max_steps: int, window_s: float, request_id: str,
-               wait: bool, output: str) -> None:
+               fleet: bool, priority: float, wait: bool, output: str) -> None:
     """Submit a training job; prints its id at once (and, with --wait, its progress and summary)."""
     if epochs and not minibatches_per_epoch:
         raise click.UsageError("--epochs needs --minibatches-per-epoch (the length of an epoch in minibatches)")
@@ -101,7 +104,7 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
             deadline_s=parse_quantity(deadline, "s") if deadline else 0.0, min_energy=min_energy,
             minibatches=minibatches, epochs=epochs, minibatches_per_epoch=minibatches_per_epoch,
             profile_modes=profile_modes, strategy=strategy, confidence=confidence, max_steps=max_steps,
-            window_s=window_s, request_id=request_id)
+            window_s=window_s, request_id=request_id, fleet=fleet, priority=priority)
         say(output, f"job {job.job_id} submitted: {job.goal} for {workload} on {job.target} — {job.state}"
             + (f": {job.detail}" if job.detail else "")
             + ("" if wait else f" (follow it: jetfleet job show {job.job_id})"), job_id=job.job_id)

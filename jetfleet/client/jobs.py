@@ -76,6 +76,8 @@ class Job:
     goal_kept: bool
     created_s: float
     finished_s: float | None
+    fleet: bool = False       # queued for the lab under its cap (placed and paced by the fleet queue)
+    priority: float = 0.0     # a fleet job's weight
 
     @classmethod
     def from_pb(cls, j: operator_pb2.Job) -> Job:
@@ -91,12 +93,12 @@ class Job:
             [JobStep(s.t_s, s.at_minibatch, s.from_mode, s.to_mode, s.kind, s.reason, s.observed_power_w,
                      s.predicted_power_w, s.predicted_power_w_hi) for s in j.steps],
             [JobSegment(s.mode, s.device_id, s.minibatches, s.seconds, s.energy_j) for s in j.segments],
-            j.max_steps, j.goal_kept, j.created_s, j.finished_s or None)
+            j.max_steps, j.goal_kept, j.created_s, j.finished_s or None, j.fleet, j.priority)
 
     @property
     def target(self) -> str:
-        """The device, or the board model any of whose online boards may run it."""
-        return self.target_device or self.board_model
+        """The device, or the board model any of whose online boards may run it (a fleet job: the fleet)."""
+        return self.target_device or ("the fleet" if self.fleet and not self.board_model else self.board_model)
 
     @property
     def progress(self) -> float:
@@ -138,6 +140,7 @@ class Job:
             "segments": [{"mode": s.mode, "device_id": s.device_id, "minibatches": s.minibatches,
                           "seconds": round(s.seconds, 1), "energy_j": round(s.energy_j, 1)} for s in self.segments],
             "max_steps": self.max_steps, "goal_kept": self.goal_kept, "created_s": self.created_s,
+            "fleet": self.fleet, "priority": self.priority,
             "finished_s": self.finished_s}
 
 
@@ -149,16 +152,20 @@ class JobMethods:
     def submit_job(self, workload: str, *, device_id: str = "", board_model: str = "", power_budget_w: float = 0.0,
                    deadline_s: float = 0.0, min_energy: bool = False, minibatches: int = 0, epochs: int = 0,
                    minibatches_per_epoch: int = 0, profile_modes: int = 0, strategy: str = "", confidence: float = 0.0,
-                   max_steps: int = 0, window_s: float = 0.0, request_id: str = "") -> Job:
+                   max_steps: int = 0, window_s: float = 0.0, request_id: str = "", fleet: bool = False,
+                   priority: float = 0.0) -> Job:
         """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
         (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
         ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
-        strategy, confidence 0.9, 3 steps, a 10 s window). A retry with the same ``request_id`` returns the job."""
+        strategy, confidence 0.9, 3 steps, a 10 s window). A retry with the same ``request_id`` returns the job.
+        ``fleet``: no target and no goal: the job waits in the fleet queue under the lab-wide cap, which places it
+        and paces it with the others (``priority`` weighs it, 0 = 1; ``deadline_s`` then orders the queue)."""
         req = operator_pb2.SubmitJobRequest(
             workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
             deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,
             minibatches_per_epoch=minibatches_per_epoch, profile_modes=profile_modes, strategy=strategy,
-            confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id)
+            confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id, fleet=fleet,
+            priority=priority)
         return Job.from_pb(self._unary("SubmitJob", req, 120))
 
     def list_jobs(self) -> list[Job]:
