@@ -50,6 +50,11 @@ class FleetCaps:
         self.store = registry.store
         self._idle: dict[str, float] = {}    # board -> the lowest total power it has shown (its idle, or above)
         self._views: dict[str, BoardView] = {}
+        # Labels and caps are read on every `devices ls` and scrape: held here (written through to the store, loaded
+        # once at start) so that those keep answering while the store is unavailable.
+        self._labels: dict[str, dict[str, str]] = {
+            str(d["device_id"]): dict(d.get("labels", {})) for d in self.store.list_docs(LABEL_KIND)}
+        self._caps: dict[str, float] = {str(d["group"]): float(d["cap_w"]) for d in self.store.list_docs(CAP_KIND)}
 
     def refresh(self) -> dict[str, BoardView]:
         """Snapshot every known board (event loop only): its power now and the lowest it has shown."""
@@ -68,8 +73,7 @@ class FleetCaps:
     # --- labels -------------------------------------------------------------------------------------------
     def labels(self, device_id: str) -> dict[str, str]:
         """A board's labels (none when it has none)."""
-        doc = self.store.get_doc(LABEL_KIND, device_id)
-        return dict(doc.get("labels", {})) if doc else {}
+        return dict(self._labels.get(device_id, {}))
 
     def set_labels(self, device_id: str, changes: dict[str, str]) -> dict[str, str]:
         """Add or replace labels (an empty value removes one); every key and value checked before any is kept."""
@@ -89,6 +93,7 @@ class FleetCaps:
         if len(labels) > MAX_LABELS:
             raise InvalidArgument(f"{len(labels)} labels: at most {MAX_LABELS} per board", field="labels")
         self.store.put_doc(LABEL_KIND, device_id, {"device_id": device_id, "labels": labels})
+        self._labels[device_id] = dict(labels)
         return labels
 
     # --- caps ----------------------------------------------------------------------------------------------
@@ -120,17 +125,20 @@ class FleetCaps:
                                   f"({len(members)} boards idle at {idle:.1f} W): nothing could ever run",
                                   field="cap_w")
         self.store.put_doc(CAP_KIND, group or LAB, {"group": group, "cap_w": cap_w})
+        self._caps[group] = cap_w
         return self.plan(group)
 
     def clear_cap(self, group: str) -> operator_pb2.FleetPlan:
         """Remove a cap; NotFound when there is none."""
-        if not self.store.delete_doc(CAP_KIND, group or LAB):
+        if group not in self._caps:
             raise NotFound(f"no cap on {group or 'the lab'}", field="group")
+        self.store.delete_doc(CAP_KIND, group or LAB)
+        del self._caps[group]
         return self.plan()
 
     def caps(self) -> list[tuple[str, float]]:
         """Every stored cap as (group, watts); group '' is the lab-wide one."""
-        return [(str(d["group"]), float(d["cap_w"])) for d in self.store.list_docs(CAP_KIND)]
+        return sorted(self._caps.items())
 
     # --- the plan --------------------------------------------------------------------------------------------
     def plan(self, group: str = "") -> operator_pb2.FleetPlan:
