@@ -63,7 +63,8 @@ def profile_fit_text(d: dict[str, Any]) -> str:
     used = sorted({x["workload"] for p in d["points"] for x in p["profiled"]})
     return (table(rows, head) + f"\nenergy fits compared over the workloads profiled at each mode ({', '.join(used)}; "
             "training, default minibatch): E MAPE with T = the profiled minibatch time; the profile fit is "
-            "non-negative least squares on relative error, computed now from the stored profiles")
+            "non-negative least squares on relative error, computed now from the stored profiles"
+            + ("; E J: the workload with each fit's constants and the roofline's T" if d["workload"] else ""))
 
 
 @click.command("roofline")

@@ -182,7 +182,7 @@ class RooflineService:
                 f"the profile fit needs >= {MIN_PROFILED_WORKLOADS} workloads profiled at each mode; {board_model} "
                 f"has too few at {len(short)} mode(s): {'; '.join(short[:5])}"
                 + (f" and {len(short) - 5} more" if len(short) > 5 else "")
-                + " (profiled workloads per mode; profile more with jetfleet campaign create, or name other --mode)",
+                + " (profiled workloads per mode; profile more with jetfleet profile start, or name other --mode)",
                 field="modes")
         for p, got, fit in fits:
             bench = EnergyFit(p.eps_flop_j, p.eps_byte_j, p.pi0_w)

@@ -96,7 +96,7 @@ def fit_energy_from_profiles(samples: Sequence[ProfiledCost], where: str = "this
         raise FailedPrecondition(
             f"fitting the energy roofline from profiles needs >= {MIN_PROFILED_WORKLOADS} workloads profiled at "
             f"{where}; {len(samples)} profiled" + (f" ({', '.join(names)})" if names else "")
-            + f": profile {MIN_PROFILED_WORKLOADS - len(samples)} more there (jetfleet campaign create)",
+            + f": profile {MIN_PROFILED_WORKLOADS - len(samples)} more there (jetfleet profile start --workload W --modes ...)",
             field="modes")
     for s in samples:
         for name, v in (("flops", s.flops), ("nbytes", s.nbytes), ("time_s", s.time_s), ("energy_j", s.energy_j)):
