@@ -685,7 +685,7 @@ class CancelJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class RooflineRequest(_message.Message):
-    __slots__ = ("board_model", "workload", "modes", "measure", "device_id", "seconds", "minibatch_size", "phase", "remeasure")
+    __slots__ = ("board_model", "workload", "modes", "measure", "device_id", "seconds", "minibatch_size", "phase", "remeasure", "profile_fit")
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MODES_FIELD_NUMBER: _ClassVar[int]
@@ -695,6 +695,7 @@ class RooflineRequest(_message.Message):
     MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     REMEASURE_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIT_FIELD_NUMBER: _ClassVar[int]
     board_model: str
     workload: str
     modes: _containers.RepeatedScalarFieldContainer[str]
@@ -704,10 +705,11 @@ class RooflineRequest(_message.Message):
     minibatch_size: int
     phase: str
     remeasure: bool
-    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., modes: _Optional[_Iterable[str]] = ..., measure: bool = ..., device_id: _Optional[str] = ..., seconds: _Optional[float] = ..., minibatch_size: _Optional[int] = ..., phase: _Optional[str] = ..., remeasure: bool = ...) -> None: ...
+    profile_fit: bool
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., modes: _Optional[_Iterable[str]] = ..., measure: bool = ..., device_id: _Optional[str] = ..., seconds: _Optional[float] = ..., minibatch_size: _Optional[int] = ..., phase: _Optional[str] = ..., remeasure: bool = ..., profile_fit: bool = ...) -> None: ...
 
 class RooflinePoint(_message.Message):
-    __slots__ = ("mode", "mode_name", "peak_flops", "peak_bytes_per_s", "eps_flop_j", "eps_byte_j", "pi0_w", "idle_w", "measured_s", "device_id", "method", "workload_flops", "workload_bytes", "time_s", "energy_j", "memory_bound", "observed_time_s", "observed_energy_j", "observed_profiles")
+    __slots__ = ("mode", "mode_name", "peak_flops", "peak_bytes_per_s", "eps_flop_j", "eps_byte_j", "pi0_w", "idle_w", "measured_s", "device_id", "method", "workload_flops", "workload_bytes", "time_s", "energy_j", "memory_bound", "observed_time_s", "observed_energy_j", "observed_profiles", "profile_eps_flop_j", "profile_eps_byte_j", "profile_pi0_w", "profile_fit_mape", "bench_fit_mape", "profile_energy_j", "profiled")
     MODE_FIELD_NUMBER: _ClassVar[int]
     MODE_NAME_FIELD_NUMBER: _ClassVar[int]
     PEAK_FLOPS_FIELD_NUMBER: _ClassVar[int]
@@ -727,6 +729,13 @@ class RooflinePoint(_message.Message):
     OBSERVED_TIME_S_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_PROFILES_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_EPS_FLOP_J_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_EPS_BYTE_J_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_PI0_W_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIT_MAPE_FIELD_NUMBER: _ClassVar[int]
+    BENCH_FIT_MAPE_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    PROFILED_FIELD_NUMBER: _ClassVar[int]
     mode: _common_pb2.PowerMode
     mode_name: str
     peak_flops: float
@@ -746,7 +755,34 @@ class RooflinePoint(_message.Message):
     observed_time_s: float
     observed_energy_j: float
     observed_profiles: int
-    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., eps_flop_j: _Optional[float] = ..., eps_byte_j: _Optional[float] = ..., pi0_w: _Optional[float] = ..., idle_w: _Optional[float] = ..., measured_s: _Optional[float] = ..., device_id: _Optional[str] = ..., method: _Optional[str] = ..., workload_flops: _Optional[float] = ..., workload_bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., memory_bound: bool = ..., observed_time_s: _Optional[float] = ..., observed_energy_j: _Optional[float] = ..., observed_profiles: _Optional[int] = ...) -> None: ...
+    profile_eps_flop_j: float
+    profile_eps_byte_j: float
+    profile_pi0_w: float
+    profile_fit_mape: float
+    bench_fit_mape: float
+    profile_energy_j: float
+    profiled: _containers.RepeatedCompositeFieldContainer[ProfiledWorkload]
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., eps_flop_j: _Optional[float] = ..., eps_byte_j: _Optional[float] = ..., pi0_w: _Optional[float] = ..., idle_w: _Optional[float] = ..., measured_s: _Optional[float] = ..., device_id: _Optional[str] = ..., method: _Optional[str] = ..., workload_flops: _Optional[float] = ..., workload_bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., memory_bound: bool = ..., observed_time_s: _Optional[float] = ..., observed_energy_j: _Optional[float] = ..., observed_profiles: _Optional[int] = ..., profile_eps_flop_j: _Optional[float] = ..., profile_eps_byte_j: _Optional[float] = ..., profile_pi0_w: _Optional[float] = ..., profile_fit_mape: _Optional[float] = ..., bench_fit_mape: _Optional[float] = ..., profile_energy_j: _Optional[float] = ..., profiled: _Optional[_Iterable[_Union[ProfiledWorkload, _Mapping]]] = ...) -> None: ...
+
+class ProfiledWorkload(_message.Message):
+    __slots__ = ("workload", "flops", "bytes", "time_s", "energy_j", "profiles", "profile_fit_energy_j", "bench_fit_energy_j")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    TIME_S_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    PROFILES_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIT_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    BENCH_FIT_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    flops: float
+    bytes: float
+    time_s: float
+    energy_j: float
+    profiles: int
+    profile_fit_energy_j: float
+    bench_fit_energy_j: float
+    def __init__(self, workload: _Optional[str] = ..., flops: _Optional[float] = ..., bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., profiles: _Optional[int] = ..., profile_fit_energy_j: _Optional[float] = ..., bench_fit_energy_j: _Optional[float] = ...) -> None: ...
 
 class RooflineResponse(_message.Message):
     __slots__ = ("board_model", "workload", "points", "measured", "intensity", "phase", "minibatch_size")
