@@ -184,3 +184,10 @@ def test_a_job_serves_a_trace_of_arrival_times(lab, tmp_path):
     r = submit(lab, "--power-budget", "11W", "--with-inference", "mobilenet_v3", "--trace", str(bad),
                "--latency-budget", "900ms")
     assert r.exit_code == 3 and "trace line 2" in r.output
+
+
+def test_a_fleet_job_serving_inference_is_refused(lab):
+    with OperatorClient(lab.address) as c, pytest.raises(InvalidArgument) as e:
+        c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", fleet=True, minibatches=10,
+                                                inference_workload="mobilenet_v3", arrival_rate=1, latency_budget_s=0.5))
+    assert e.value.field == "inference_workload" and "fleet job cannot serve inference" in e.value.message

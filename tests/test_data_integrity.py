@@ -249,7 +249,9 @@ def test_a_redis_outage_mid_campaign_loses_nothing(tmp_path, caplog):
 def narrow_orin():
     full = get_catalog("agx-orin")
     return replace(full, gpu_mhz=tuple(g for g in full.gpu_mhz if g != 1300.5),
-                   presets={k: v for k, v in full.presets.items() if v.gpu_mhz != 1300.5})
+                   presets={k: v for k, v in full.presets.items() if v.gpu_mhz != 1300.5},
+                   grid_specs={name: {k: tuple(x for x in v if (k, x) != ("gpu_mhz", 1300.5)) for k, v in spec.items()}
+                               for name, spec in full.grid_specs.items()})
 
 
 def test_modes_go_only_to_boards_whose_catalog_holds_them(store_spec):

@@ -173,7 +173,7 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(observed_lab)
         run = lambda *a: CliRunner().invoke(cli, [*a, "--controller", lab.address])  # noqa: E731
         ref = tmp / "ref.csv"
         ref.write_text(csv_text(twin_truth("orin-nano", "resnet18")))
-        for args in (("mode", "set", "agx-orin-0", "30W"), ("profiles", "import", str(ref)),
+        for args in (("mode", "set", "agx-orin-0", "30W"), ("fleet", "cap", "set", "500W"), ("profiles", "import", str(ref)),
                      ("model", "train-reference", "--board-model", "orin-nano", "--workload", "resnet18", "--epochs", "3"),
                      ("profile", "start", "--workload", "lstm", "--board-model", "orin-nano", "--modes", "random:12",
                       "--minibatches", "10", "--wait"),

@@ -211,6 +211,17 @@ def test_an_impossible_roofline_is_refused_and_nothing_is_written(store_spec, fi
     s.close()
 
 
+def test_documents_deleted_once_and_durably(store_spec):
+    s = open_store(store_spec)
+    s.put_doc("fleet_cap", "lab", {"cap_w": 200.0})
+    s.put_doc("fleet_cap", "rack-a", {"cap_w": 90.0})
+    assert s.delete_doc("fleet_cap", "lab") and not s.delete_doc("fleet_cap", "lab")
+    s.close()
+    s = open_store(store_spec)
+    assert s.get_doc("fleet_cap", "lab") is None and s.list_docs("fleet_cap") == [{"cap_w": 90.0}]
+    s.close()
+
+
 def _job(job_id="j1", created=1.0):
     from jetfleet.controller.store import JobRecord
 

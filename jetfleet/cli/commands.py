@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "devices": ("jetfleet.cli.devices:devices_group", "Boards known to the controller."),
     "eval": ("jetfleet.cli.evals:eval_group",
              "Reproduce PowerTrain's, Pagoda's and Fulcrum's evaluations (emulated boards, or any two profile files)."),
+    "fleet": ("jetfleet.cli.power:fleet_group",
+              "The lab as one power budget: caps over the boards, and the plan of the jobs under them."),
     "job": ("jetfleet.cli.jobs:job_group",
             "Training jobs under a goal: profile, transfer, choose, run, keep the goal, summarise."),
     "lab": ("jetfleet.cli.fleet:lab_group", "A controller with the embedded store plus emulated agents, in one process."),

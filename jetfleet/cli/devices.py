@@ -28,12 +28,37 @@ def _mode_cell(r: dict[str, Any]) -> str:
 @handle_errors
 def devices_ls(conn: Connection, model: str, output: str) -> None:
     """Every board: id, model, online state, current mode, power, and how fast its clock runs."""
+    from jetfleet.cli.power import caps_text
+
     with conn.client() as c:
         rows = [d.to_dict() for d in c.list_devices(model)]
+        caps = [x.to_dict() for x in c.fleet_plan()]
     emit(output, rows, lambda rs: table(
         [[r["device_id"], r["model"], "online" if r["online"] else "offline", _mode_cell(r),
-          f"{r['power_w']:.1f} W" if "power_w" in r else "-", r["speed"]] for r in rs],
-        ["DEVICE", "MODEL", "STATE", "MODE", "POWER", "SPEED"]))
+          f"{r['power_w']:.1f} W" if "power_w" in r else "-", r["labels"].get("rack", "-"), r["speed"]] for r in rs],
+        ["DEVICE", "MODEL", "STATE", "MODE", "POWER", "RACK", "SPEED"]) + ("\n" + caps_text(caps) if caps else ""))
+
+
+@devices_group.command("label")
+@click.argument("device", shell_complete=complete_devices)
+@click.argument("labels", nargs=-1, required=True, metavar="KEY=VALUE...")
+@connection_options
+@output_option
+@handle_errors
+def devices_label(conn: Connection, device: str, labels: tuple[str, ...], output: str) -> None:
+    """Label a board (KEY= removes a label); rack=GROUP puts it under `fleet cap set W --group GROUP`."""
+    from jetfleet.shared.errors import InvalidArgument
+
+    changes = {}
+    for item in labels:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise InvalidArgument(f"label {item[:64]!r}: expected KEY=VALUE (KEY= removes it)", field="labels")
+        changes[key] = value
+    with conn.client() as c:
+        d = c.label_device(device, changes).to_dict()
+    emit(output, d, lambda x: f"{x['device_id']}: " + (", ".join(f"{k}={v}" for k, v in x["labels"].items())
+                                                        or "no labels"))
 
 
 @devices_group.command("forget")

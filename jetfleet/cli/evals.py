@@ -144,3 +144,30 @@ def eval_fulcrum(out_dir: str, quick: bool, output: str) -> None:
          lambda d: f"report written to {d['report']}\n" + "\n".join(
              f"  {r['strategy']:<10} within budgets {r['within_budgets_pct']:5.1f}%  gap mean {r['gap_mean_pct']:5.1f}%  "
              f"modes {r['modes_profiled_max']}" for r in d["table"]))
+
+
+@eval_group.command("fleet")
+@click.option("--out", "out_dir", default="eval-fleet", show_default=True, type=click.Path(file_okay=False))
+@click.option("--jobs", default=30, show_default=True, type=int, help="jobs in the emulated queue")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--quick", is_flag=True, help="4 boards, two workloads, 8 jobs, three caps (a couple of minutes)")
+@output_option
+@handle_errors
+def eval_fleet(out_dir: str, jobs: int, seed: int, quick: bool, output: str) -> None:
+    """The lab as one power budget: the fleet scheduler against MAXN held back and an equal split, caps 40-100%."""
+    from jetfleet.research.fleet.report import run_fleet
+
+    if not 1 <= jobs <= 500:
+        raise InvalidArgument("jobs must be 1..500", field="jobs")
+    say, step, progress = _steps("eval fleet", output)
+    counter = iter(range(10_000))
+    try:
+        path = run_fleet(Path(out_dir), jobs=jobs, seed=seed, quick=quick,
+                         progress=lambda what: progress.update(next(counter), None, what))
+    finally:
+        progress.close()
+    results = json.loads((path.parent / "results.json").read_text())
+    emit(output, {"report": str(path), "results": str(path.parent / "results.json"),
+                  "over_s_max": results["over_s_max"], "vs_maxn_min": results["vs_maxn_min"],
+                  "optimum_ratio_min": results["optimum_ratio_min"]},
+         lambda d: f"report written to {d['report']}")

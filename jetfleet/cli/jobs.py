@@ -99,6 +99,9 @@ def job_group() -> None:
 @click.option("--latency-budget", default=None, help="on the p95 request latency, e.g. 50ms")
 @click.option("--inference-batch-size", default=0, type=int, help="largest batch served at once, 1..64 (default: "
               "the controller chooses)")
+@click.option("--fleet", is_flag=True, help="no board and no goal: queue it for the lab under its cap (`jetfleet fleet "
+              "cap set`); the queue places it and paces it with the others (--deadline then orders the queue)")
+@click.option("--priority", default=0.0, type=float, help="a fleet job's weight (default 1)")
 @click.option("--wait", is_flag=True, help="follow the job until it ends (Ctrl-C stops following; the job goes on)")
 @connection_options
 @output_option
@@ -107,7 +110,7 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
                deadline: str | None, min_energy: bool, minibatches: int, epochs: int, minibatches_per_epoch: int,
                profile_modes: int, strategy: str, confidence: float, max_steps: int, window_s: float, request_id: str,
                inference_workload: str, arrival_rate: float, trace_path: str | None, latency_budget: str | None,
-               inference_batch_size: int, wait: bool, output: str) -> None:
+               inference_batch_size: int, fleet: bool, priority: float, wait: bool, output: str) -> None:
     """Submit a training job; prints its id at once (and, with --wait, its progress and summary). With
     --with-inference it serves that inference stream beside the training, the mode and largest batch chosen to
     keep both the power budget and the latency budget (on p95)."""
@@ -137,7 +140,7 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
             profile_modes=profile_modes, strategy=strategy, confidence=confidence, max_steps=max_steps,
             window_s=window_s, request_id=request_id, inference_workload=inference_workload,
             arrival_rate=arrival_rate, arrival_times_s=times, latency_budget_s=budget_s,
-            inference_batch_size=inference_batch_size)
+            inference_batch_size=inference_batch_size, fleet=fleet, priority=priority)
         say(output, f"job {job.job_id} submitted: {job.goal} for {workload} on {job.target} — {job.state}"
             + (f": {job.detail}" if job.detail else "")
             + ("" if wait else f" (follow it: jetfleet job show {job.job_id})"), job_id=job.job_id)

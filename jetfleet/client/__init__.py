@@ -21,13 +21,13 @@ _EXPORTS = {
     "Job": "jobs", "JobSegment": "jobs", "JobStep": "jobs",
     "Applied": "models", "Choice": "models", "Model": "models", "Prediction": "models", "Predictions": "models",
     "TrainingProgress": "models",
-    "RooflinePoint": "rooflines", "Rooflines": "rooflines",
+    "ProfiledWorkload": "rooflines", "RooflinePoint": "rooflines", "Rooflines": "rooflines",
     "ClientSettings": "settings", "resolve": "settings",
 }
 __all__ = ["DEFAULT_CONTROLLER", "Applied", "Campaign", "CatalogSummary", "Choice", "ClientSettings", "Device",
            "ExportedProfiles", "ImportResult", "Job", "JobSegment", "JobStep", "Model", "OperatorClient", "Prediction",
-           "Predictions", "RooflinePoint", "Rooflines", "SetModeResult", "TelemetrySample", "TrainingProgress",
-           "connect", "controller_address", "resolve"]
+           "Predictions", "ProfiledWorkload", "RooflinePoint", "Rooflines", "SetModeResult", "TelemetrySample",
+           "TrainingProgress", "connect", "controller_address", "resolve"]
 
 if TYPE_CHECKING:
     from jetfleet.client.campaigns import Campaign, ExportedProfiles, ImportResult
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from jetfleet.client.devices import CatalogSummary, Device, SetModeResult, TelemetrySample
     from jetfleet.client.jobs import Job, JobSegment, JobStep
     from jetfleet.client.models import Applied, Choice, Model, Prediction, Predictions, TrainingProgress
-    from jetfleet.client.rooflines import RooflinePoint, Rooflines
+    from jetfleet.client.rooflines import ProfiledWorkload, RooflinePoint, Rooflines
     from jetfleet.client.settings import ClientSettings, resolve
 
 

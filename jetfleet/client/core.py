@@ -8,13 +8,14 @@ from __future__ import annotations
 from jetfleet.client.base import ClientBase
 from jetfleet.client.campaigns import CampaignMethods
 from jetfleet.client.devices import DeviceMethods
+from jetfleet.client.fleet import FleetMethods
 from jetfleet.client.jobs import JobMethods
 from jetfleet.client.models import ModelMethods
 from jetfleet.client.rooflines import RooflineMethods
 from jetfleet.client.settings import DEFAULT_CONTROLLER
 
 
-class OperatorClient(DeviceMethods, CampaignMethods, ModelMethods, JobMethods, RooflineMethods, ClientBase):
+class OperatorClient(DeviceMethods, CampaignMethods, ModelMethods, JobMethods, RooflineMethods, FleetMethods, ClientBase):
     """A blocking client of a jetfleet controller: typed methods returning dataclasses; a refused or failed call
     raises the matching ``jetfleet.client.errors`` error (its ``code``, ``field`` and ``message``). Use it as a
     context manager, or call ``close``."""

@@ -93,6 +93,7 @@ class Device:
     metrics_address: str
     last_telemetry: TelemetrySample | None = None
     catalog: CatalogSummary | None = None
+    labels: dict[str, str] = field(default_factory=dict)   # operator labels (rack=GROUP: the board's cap group)
 
     @classmethod
     def from_pb(cls, d: operator_pb2.Device) -> Device:
@@ -101,7 +102,7 @@ class Device:
                    d.current_mode_name or None, d.serial, d.emulated, d.speed if d.emulated else 1.0, d.last_seen_s,
                    d.first_seen_s, dict(d.software), list(d.workloads), dict(d.broken_workloads), d.metrics_address,
                    TelemetrySample.from_pb(d.last_telemetry) if d.HasField("last_telemetry") else None,
-                   CatalogSummary.from_pb(d.catalog) if d.HasField("catalog") else None)
+                   CatalogSummary.from_pb(d.catalog) if d.HasField("catalog") else None, dict(d.labels))
 
     @property
     def power_w(self) -> float | None:
@@ -123,7 +124,7 @@ class Device:
             "speed": self.speed_text, "speed_factor": self.speed if 0 < self.speed < math.inf else None,
             "last_seen_s": self.last_seen_s, "first_seen_s": self.first_seen_s, "software": self.software,
             "workloads": self.workloads, "broken_workloads": self.broken_workloads,
-            "metrics_address": self.metrics_address or None}
+            "metrics_address": self.metrics_address or None, "labels": dict(sorted(self.labels.items()))}
         if self.last_telemetry is not None:
             out["power_w"] = round(self.last_telemetry.total_w, 3)
             out["rails_w"] = {k: round(v, 3) for k, v in sorted(self.last_telemetry.rails_w.items())}
@@ -178,6 +179,11 @@ class DeviceMethods:
         with the same ``request_id`` does not repeat it. ``timeout_s`` 0 means the controller's default (30 s)."""
         req = operator_pb2.SetModeRequest(device_id=device_id, mode=mode, request_id=request_id, timeout_s=timeout_s)
         return SetModeResult.from_pb(self._unary("SetMode", req, (timeout_s or SERVER_COMMAND_TIMEOUT_S) + 5))
+
+    def label_device(self, device_id: str, labels: dict[str, str]) -> Device:
+        """Add or replace a board's labels (an empty value removes one); ``rack=GROUP`` puts it in a cap group."""
+        return Device.from_pb(self._unary("SetDeviceLabels", operator_pb2.SetDeviceLabelsRequest(
+            device_id=device_id, labels=labels)))
 
     def forget_device(self, device_id: str) -> str:
         """Remove an offline board and its history; returns its id (FailedPrecondition while it is online)."""

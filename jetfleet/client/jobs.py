@@ -120,6 +120,8 @@ class Job:
     goal_kept: bool
     created_s: float
     finished_s: float | None
+    fleet: bool = False       # queued for the lab under its cap (placed and paced by the fleet queue)
+    priority: float = 0.0     # a fleet job's weight
     inference: JobInference | None = None
 
     @classmethod
@@ -136,13 +138,13 @@ class Job:
             [JobStep(s.t_s, s.at_minibatch, s.from_mode, s.to_mode, s.kind, s.reason, s.observed_power_w,
                      s.predicted_power_w, s.predicted_power_w_hi) for s in j.steps],
             [JobSegment(s.mode, s.device_id, s.minibatches, s.seconds, s.energy_j) for s in j.segments],
-            j.max_steps, j.goal_kept, j.created_s, j.finished_s or None,
+            j.max_steps, j.goal_kept, j.created_s, j.finished_s or None, j.fleet, j.priority,
             JobInference.from_pb(j.inference) if j.HasField("inference") else None)
 
     @property
     def target(self) -> str:
-        """The device, or the board model any of whose online boards may run it."""
-        return self.target_device or self.board_model
+        """The device, or the board model any of whose online boards may run it (a fleet job: the fleet)."""
+        return self.target_device or ("the fleet" if self.fleet and not self.board_model else self.board_model)
 
     @property
     def progress(self) -> float:
@@ -184,6 +186,7 @@ class Job:
             "segments": [{"mode": s.mode, "device_id": s.device_id, "minibatches": s.minibatches,
                           "seconds": round(s.seconds, 1), "energy_j": round(s.energy_j, 1)} for s in self.segments],
             "max_steps": self.max_steps, "goal_kept": self.goal_kept, "created_s": self.created_s,
+            "fleet": self.fleet, "priority": self.priority,
             "finished_s": self.finished_s, "inference": self.inference.to_dict() if self.inference else None}
 
 
@@ -197,11 +200,14 @@ class JobMethods:
                    minibatches_per_epoch: int = 0, profile_modes: int = 0, strategy: str = "", confidence: float = 0.0,
                    max_steps: int = 0, window_s: float = 0.0, request_id: str = "", inference_workload: str = "",
                    arrival_rate: float = 0.0, arrival_times_s: Sequence[float] = (), latency_budget_s: float = 0.0,
-                   inference_batch_size: int = 0) -> Job:
+                   inference_batch_size: int = 0, fleet: bool = False,
+                   priority: float = 0.0) -> Job:
         """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
         (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
         ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
         strategy, confidence 0.9, 3 steps, a 10 s window). A retry with the same ``request_id`` returns the job.
+        ``fleet``: no target and no goal: the job waits in the fleet queue under the lab-wide cap, which places it
+        and paces it with the others (``priority`` weighs it, 0 = 1; ``deadline_s`` then orders the queue).
         Serving inference beside it (needs a power budget): ``inference_workload`` at ``arrival_rate`` requests/s (or
         the trace ``arrival_times_s``) within ``latency_budget_s`` on p95, batches of up to ``inference_batch_size``
         (0: the controller chooses)."""
@@ -211,7 +217,8 @@ class JobMethods:
             minibatches_per_epoch=minibatches_per_epoch, profile_modes=profile_modes, strategy=strategy,
             confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id,
             inference_workload=inference_workload, arrival_rate=arrival_rate, arrival_times_s=list(arrival_times_s),
-            latency_budget_s=latency_budget_s, inference_batch_size=inference_batch_size)
+            latency_budget_s=latency_budget_s, inference_batch_size=inference_batch_size, fleet=fleet,
+            priority=priority)
         return Job.from_pb(self._unary("SubmitJob", req, 120))
 
     def list_jobs(self) -> list[Job]:

@@ -82,6 +82,10 @@ class CampaignManager:
         self._held.add(device_id)
         return True
 
+    def busy(self) -> set[str]:
+        """The boards profiling now."""
+        return set(self._busy)
+
     def release(self, device_id: str) -> None:
         """End a job's reservation of a board."""
         self._held.discard(device_id)

@@ -4,7 +4,9 @@
 measured first on a board of that model (the agent runs the ERT kernels: ``jetfleet.agent.roofline``), the
 energy constants fitted from the three windows' power and the record stored per (board model, mode). With a
 workload, each point also carries its FLOPs W and bytes Q per minibatch (the characterisation's analytical
-model) and T = max(W / peak, Q / BW), E = eps_flop W + eps_byte Q + pi0 T.
+model) and T = max(W / peak, Q / BW), E = eps_flop W + eps_byte Q + pi0 T. With ``profile_fit``, each mode's
+eps and pi0 are also fitted from the stored training profiles of every workload profiled there (>= 3; computed
+on demand from the store, nothing stored), with both fits' MAPE of E over those workloads.
 """
 
 from __future__ import annotations
@@ -27,9 +29,14 @@ from jetfleet.shared.proto import agent_pb2, operator_pb2
 from jetfleet.shared.roofline import (
     DEFAULT_KERNEL_S,
     MAX_KERNEL_S,
+    MIN_PROFILED_WORKLOADS,
     EnergyFit,
+    ProfiledCost,
     check_phase,
+    energy_mape,
     fit_energy,
+    fit_energy_from_profiles,
+    profile_energy_j,
     roofline_energy_j,
     roofline_time_s,
     workload_cost,
@@ -133,6 +140,63 @@ class RooflineService:
                 p.observed_time_s, p.observed_energy_j = t, t * statistics.median(o[1] for o in obs)
                 p.observed_profiles = len(obs)
 
+    async def _profiled(self, board_model: str, catalog: Catalog) -> dict[str, list[tuple[ProfiledCost, int]]]:
+        """Every built-in workload's stored profiles per mode (campaigns profile training at the default minibatch):
+        per (mode, workload) the median of their minibatch times, the energy at the median of their mean power,
+        W and Q per minibatch from the characterisation, and how many profiles went in."""
+        rows = await asyncio.to_thread(self.registry.store.query_profiles, board_model=board_model)
+        by: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for r in rows:
+            if r.workload not in WORKLOADS or not (math.isfinite(r.minibatch_time_ms) and math.isfinite(r.power_w)):
+                continue
+            try:
+                key = str(catalog.parse_mode(r.mode))
+            except InvalidArgument:
+                continue
+            by.setdefault((key, r.workload), []).append((r.minibatch_time_ms / 1e3, r.power_w))
+        out: dict[str, list[tuple[ProfiledCost, int]]] = {}
+        for (mode, workload), obs in sorted(by.items()):
+            w, q = workload_cost(characterisation(workload), defaults.MINIBATCH_SIZE)
+            t = statistics.median(o[0] for o in obs)
+            cost = ProfiledCost(workload, w, q, t, t * statistics.median(o[1] for o in obs))
+            out.setdefault(mode, []).append((cost, len(obs)))
+        return out
+
+    async def _profile_fit(self, board_model: str, catalog: Catalog, points: list[operator_pb2.RooflinePoint]) -> None:
+        """Fit each point's mode's energy constants from its profiled workloads (all modes checked first: refused,
+        naming every mode short of workloads, before anything is filled in)."""
+        profiled = await self._profiled(board_model, catalog)
+        fits: list[tuple[operator_pb2.RooflinePoint, list[tuple[ProfiledCost, int]], EnergyFit]] = []
+        short: list[str] = []
+        for p in points:
+            key = str(mode_from_pb(p.mode))
+            got = profiled.get(key, [])
+            try:
+                fits.append((p, got, fit_energy_from_profiles([g[0] for g in got],
+                                                              f"{board_model} {p.mode_name or key}")))
+            except FailedPrecondition:
+                short.append(f"{p.mode_name or key}: {len(got)}" + (f" ({', '.join(g[0].workload for g in got)})"
+                                                                    if got else ""))
+        if short:
+            raise FailedPrecondition(
+                f"the profile fit needs >= {MIN_PROFILED_WORKLOADS} workloads profiled at each mode; {board_model} "
+                f"has too few at {len(short)} mode(s): {'; '.join(short[:5])}"
+                + (f" and {len(short) - 5} more" if len(short) > 5 else "")
+                + " (profiled workloads per mode; profile more with jetfleet profile start, or name other --mode)",
+                field="modes")
+        for p, got, fit in fits:
+            bench = EnergyFit(p.eps_flop_j, p.eps_byte_j, p.pi0_w)
+            costs = [g[0] for g in got]
+            p.profile_eps_flop_j, p.profile_eps_byte_j, p.profile_pi0_w = fit.eps_flop_j, fit.eps_byte_j, fit.pi0_w
+            p.profile_fit_mape, p.bench_fit_mape = energy_mape(costs, fit), energy_mape(costs, bench)
+            if p.time_s:
+                p.profile_energy_j = roofline_energy_j(p.workload_flops, p.workload_bytes, p.time_s, fit)
+            for c, n in got:
+                p.profiled.append(operator_pb2.ProfiledWorkload(
+                    workload=c.workload, flops=c.flops, bytes=c.nbytes, time_s=c.time_s, energy_j=c.energy_j,
+                    profiles=n, profile_fit_energy_j=profile_energy_j(c, fit),
+                    bench_fit_energy_j=profile_energy_j(c, bench)))
+
     async def roofline(self, req: operator_pb2.RooflineRequest) -> operator_pb2.RooflineResponse:
         """Check everything, measure what is missing (if asked), then answer from the store."""
         if not req.board_model:
@@ -179,6 +243,8 @@ class RooflineService:
                            + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
                            + "; measure them (jetfleet roofline --measure)", field="modes")
         points = [point_pb(stored[m], catalog, cost) for m in wanted]
+        if req.profile_fit:
+            await self._profile_fit(req.board_model, catalog, points)
         if req.workload and phase == "training" and mb == defaults.MINIBATCH_SIZE:
             await self._observed(req.board_model, req.workload, catalog, points)
         w_q: Any = cost or (0.0, 0.0)

@@ -14,6 +14,8 @@ import grpc
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.config import ControllerConfig
+from jetfleet.controller.fleet.caps import FleetCaps
+from jetfleet.controller.fleet.queue import FleetQueue
 from jetfleet.controller.health import HealthAndReflection
 from jetfleet.controller.jobs import JobManager, JobsConfig
 from jetfleet.controller.metrics import ControllerMetrics
@@ -60,6 +62,11 @@ class Controller:
                                config=jobs or JobsConfig())
         self.service = OperatorService(self.registry, self.telemetry, self.router, self.campaigns, self.models,
                                        self.jobs, max_message_bytes=config.max_message_bytes)
+        self.fleet = self.service.fleet = FleetCaps(self.registry, self.telemetry, self.jobs)
+        self.metrics.registry.register(self.fleet)   # type: ignore[arg-type]  # a collector: computed per scrape
+        self.fleet_queue = self.jobs.fleet = FleetQueue(self.jobs, self.fleet, period_s=config.fleet_period_s)
+        self._fleet_stop = asyncio.Event()
+        self._fleet_task: asyncio.Task[None] | None = None
         self.port = 0
         self._server: grpc.aio.Server | None = None
         self._health: HealthAndReflection | None = None
@@ -99,6 +106,8 @@ class Controller:
         await self._server.start()
         await self.campaigns.start()
         await self.jobs.start()
+        self._fleet_stop.clear()
+        self._fleet_task = asyncio.create_task(self.fleet_queue.run(self._fleet_stop))
         await health.serving()
         self._reaper = asyncio.create_task(self._reap_loop())
         if metrics_http is not None:
@@ -189,6 +198,9 @@ class Controller:
             await self._health.stopping()
         if self._reaper:
             self._reaper.cancel()
+        self._fleet_stop.set()
+        if self._fleet_task is not None:
+            await self._fleet_task
         await self.jobs.stop()
         await self.campaigns.stop()
         await self.router.close()

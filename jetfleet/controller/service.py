@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from jetfleet.controller import profiles_csv
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
+from jetfleet.controller.fleet.caps import FleetCaps
 from jetfleet.controller.jobs import JobManager
 from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import LiveDevice, Registry
@@ -38,6 +39,7 @@ class OperatorService:
         self.campaigns, self.models, self.jobs = campaigns, models, jobs
         self.rooflines = RooflineService(registry, router, campaigns)
         self.max_message_bytes = max_message_bytes
+        self.fleet: FleetCaps | None = None   # set by the controller (caps and labels, issue 17)
 
     def device_pb(self, d: LiveDevice, *, with_catalog: bool = False) -> operator_pb2.Device:
         """A board as the operator API's Device: record, online state, mode, last sample (catalog if asked)."""
@@ -54,6 +56,8 @@ class OperatorService:
         last = self.telemetry.last(d.record.device_id)
         if last is not None:
             msg.last_telemetry.CopyFrom(last)
+        if self.fleet is not None:
+            msg.labels.update(self.fleet.labels(d.record.device_id))
         if with_catalog:
             msg.catalog.CopyFrom(catalog_to_pb(d.catalog))
         return msg

@@ -10,13 +10,14 @@ by its FLOPs W and DRAM bytes Q per minibatch from the characterisation's analyt
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jetfleet.shared.errors import InvalidArgument
+from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 
 KERNELS = ("compute", "memory")
+MIN_PROFILED_WORKLOADS = 3         # the profile fit has three unknowns: one workload per unknown at least
 PHASES = ("training", "inference")
 TRAINING_PER_INFERENCE = 3.0       # Pagoda: a training step costs 3 x a forward pass
 DEFAULT_KERNEL_S = 2.0             # board seconds per kernel
@@ -54,6 +55,71 @@ def fit_energy(*, idle_w: float, compute_w: float, memory_w: float, peak_flops: 
     if eb < 0:
         eb, ef = 0.0, (dc * fc + dm * fm) / (fc * fc + fm * fm)
     return EnergyFit(ef, eb, idle_w)
+
+
+@dataclass(frozen=True)
+class ProfiledCost:
+    """One workload as profiled in a mode: its analytical W and Q per minibatch, and the profile's time and energy
+    per minibatch (median minibatch time x mean power over the profile's window)."""
+
+    workload: str
+    flops: float
+    nbytes: float
+    time_s: float
+    energy_j: float
+
+
+def profile_energy_j(s: ProfiledCost, fit: EnergyFit) -> float:
+    """What ``fit`` says the profiled minibatch costs: eps_flop W + eps_byte Q + pi0 T, T the profiled time."""
+    return fit.eps_flop_j * s.flops + fit.eps_byte_j * s.nbytes + fit.pi0_w * s.time_s
+
+
+def energy_mape(samples: Sequence[ProfiledCost], fit: EnergyFit) -> float:
+    """Mean absolute percentage error (as a fraction) of ``fit``'s energy over the profiled workloads."""
+    return sum(abs(profile_energy_j(s, fit) - s.energy_j) / s.energy_j for s in samples) / len(samples)
+
+
+def fit_energy_from_profiles(samples: Sequence[ProfiledCost], where: str = "this mode") -> EnergyFit:
+    """Fit eps_flop, eps_byte, pi0 >= 0 of E = eps_flop W + eps_byte Q + pi0 T to the profiled workloads of one
+    mode (one sample per workload): non-negative least squares on the relative error (each row divided by its
+    E, so every workload weighs the same whatever its size). Three unknowns: refused (FailedPrecondition) with
+    fewer than ``MIN_PROFILED_WORKLOADS`` workloads, naming how many there are.
+
+    The NNLS is solved exactly by its active sets: with three unknowns, the least-squares solution on each of
+    the 7 non-empty supports, the best of the non-negative ones (the optimum is one of them)."""
+    import numpy as np
+
+    names = sorted({s.workload for s in samples})
+    if len(names) != len(samples):
+        raise InvalidArgument("one profiled sample per workload", field="samples")
+    if len(samples) < MIN_PROFILED_WORKLOADS:
+        raise FailedPrecondition(
+            f"fitting the energy roofline from profiles needs >= {MIN_PROFILED_WORKLOADS} workloads profiled at "
+            f"{where}; {len(samples)} profiled" + (f" ({', '.join(names)})" if names else "")
+            + f": profile {MIN_PROFILED_WORKLOADS - len(samples)} more there (jetfleet profile start --workload W --modes ...)",
+            field="modes")
+    for s in samples:
+        for name, v in (("flops", s.flops), ("nbytes", s.nbytes), ("time_s", s.time_s), ("energy_j", s.energy_j)):
+            if not (math.isfinite(v) and v > 0):
+                raise InvalidArgument(f"{s.workload}: {name}={v!r} must be a positive number", field=name)
+    a = np.array([[s.flops, s.nbytes, s.time_s] for s in samples]) / np.array([[s.energy_j] for s in samples])
+    scale = a.max(axis=0)
+    a = a / scale
+    ones = np.ones(len(samples))
+    best: tuple[float, Any] | None = None
+    for support in ((0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,)):
+        sub = a[:, list(support)]
+        x_sub = np.linalg.lstsq(sub, ones, rcond=None)[0]
+        if (x_sub < 0).any():
+            continue
+        res = float(((sub @ x_sub - ones) ** 2).sum())
+        if best is None or res < best[0] - 1e-15:
+            x = np.zeros(3)
+            x[list(support)] = x_sub
+            best = (res, x / scale)
+    assert best is not None   # a single column's LS coefficient is positive: every entry is
+    ef, eb, pi0 = (float(v) for v in best[1])
+    return EnergyFit(ef, eb, pi0)
 
 
 def roofline_time_s(flops: float, nbytes: float, peak_flops: float, peak_bytes_per_s: float) -> float:

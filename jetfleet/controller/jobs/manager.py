@@ -15,6 +15,7 @@ from typing import Any
 
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
+from jetfleet.controller.fleet.queue import FleetQueue
 from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.models import JOB_STRATEGIES, PredictionCache
 from jetfleet.controller.jobs.runner import TERMINAL, JobRunner
@@ -72,6 +73,7 @@ class JobManager:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._held: dict[str, str] = {}    # device -> the job that holds it
         self.inference_latency: dict[tuple[str, str], dict[int, float]] = {}   # (model, workload) at MAXN, measured
+        self.fleet: FleetQueue | None = None   # the fleet queue under the lab cap (set by the controller)
 
     # --- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -108,6 +110,12 @@ class JobManager:
         self._held[device_id] = job_id
         return True
 
+    def holder(self, device_id: str) -> str | None:
+        """The job holding a board, '' for a campaign profiling on it, None when it is free."""
+        if device_id in self._held:
+            return self._held[device_id]
+        return "" if device_id in self.campaigns.busy() else None
+
     def release(self, device_id: str, job_id: str) -> None:
         """A job lets go of a board."""
         if self._held.get(device_id) == job_id:
@@ -136,6 +144,14 @@ class JobManager:
         return self.job_pb(rec)
 
     async def _check(self, req: operator_pb2.SubmitJobRequest) -> JobRecord:
+        if req.fleet:
+            if stream_.has_stream(req):
+                raise InvalidArgument("a fleet job cannot serve inference (the queue places boards by training "
+                                      "alone): submit it to a device or board model with a power budget",
+                                      field="inference_workload")
+            return await self._check_fleet(req)
+        if req.priority:
+            raise InvalidArgument("priority is for fleet jobs (--fleet)", field="priority")
         if bool(req.device_id) == bool(req.board_model):
             raise InvalidArgument("give exactly one target: a device or a board model", field="device_id")
         check_id(req.workload, "workload")
@@ -170,6 +186,35 @@ class JobManager:
             opts["inference"] = {**stream, "fastest_ms": fastest * 1e3}
         return JobRecord(req.request_id or uuid.uuid4().hex[:12], req.workload, req.device_id, model, goal,
                          req.power_budget_w, req.deadline_s, minibatches, time.time(), opts)
+
+    async def _check_fleet(self, req: operator_pb2.SubmitJobRequest) -> JobRecord:
+        """A fleet job: no target and no goal of its own (the lab's cap and the queue decide); a priority and
+        an optional deadline that orders the queue; a board model with a calibrated model that can run it."""
+        if self.fleet is None:
+            raise FailedPrecondition("this controller has no fleet queue", field="fleet")
+        for name in ("device_id", "board_model"):
+            if getattr(req, name):
+                raise InvalidArgument(f"a fleet job is placed by the queue: no {name}", field=name)
+        if req.power_budget_w or req.min_energy:
+            raise InvalidArgument("a fleet job's power is the lab cap's: no power budget or energy goal",
+                                  field="power_budget_w" if req.power_budget_w else "min_energy")
+        check_id(req.workload, "workload")
+        minibatches = _length(req)
+        priority = req.priority or 1.0
+        _bounded(priority, 0.01, 100.0, "priority")
+        if req.deadline_s and not (math.isfinite(req.deadline_s) and req.deadline_s > 0):
+            raise InvalidArgument("deadline_s must be a positive number of seconds", field="deadline_s")
+        c = self.config
+        confidence = req.confidence or c.confidence
+        _bounded(confidence, 0.5, 0.99, "confidence")
+        self.fleet.lab_cap()
+        await asyncio.to_thread(self.fleet.candidates, req.workload, confidence)
+        opts: dict[str, Any] = {"confidence": confidence, "max_steps": 0, "window_s": req.window_s or c.window_s,
+                                "priority": priority, "request_id": req.request_id, "epochs": req.epochs,
+                                "minibatches_per_epoch": req.minibatches_per_epoch, "profile_modes": 0, "strategy": ""}
+        _bounded(opts["window_s"], 1.0, 3600.0, "window_s")
+        return JobRecord(req.request_id or uuid.uuid4().hex[:12], req.workload, "", "", "fleet", 0.0,
+                         req.deadline_s, minibatches, time.time(), opts)
 
     def _feasible(self, model: str, req: operator_pb2.SubmitJobRequest, minibatches: int, opts: dict[str, Any]) -> None:
         """With a model already there, refuse a budget below every lower bound or a deadline no mode can meet
@@ -255,7 +300,9 @@ class JobManager:
     def job_pb(self, rec: JobRecord) -> operator_pb2.Job:
         """A job as the operator API's Job: state, progress, ETA, mode, choice, last window, steps, segments."""
         goal = {"power": f"fastest under {rec.power_budget_w:g} W", "deadline": f"lowest power within "
-                f"{rec.deadline_s:g} s", "energy": "least energy"}[rec.goal]
+                f"{rec.deadline_s:g} s", "energy": "least energy",
+                "fleet": f"throughput under the lab cap, priority {rec.options.get('priority', 1.0):g}"
+                + (f", deadline {rec.deadline_s:g} s" if rec.deadline_s else "")}[rec.goal]
         msg = operator_pb2.Job(
             job_id=rec.job_id, workload=rec.workload, target_device=rec.target_device, target_model=rec.target_model,
             goal=goal, power_budget_w=rec.power_budget_w, deadline_s=rec.deadline_s, min_energy=rec.goal == "energy",
@@ -264,7 +311,8 @@ class JobManager:
             elapsed_s=rec.elapsed_s, energy_j=rec.energy_j, eta_s=self._eta(rec), goal_kept=rec.goal_kept,
             created_s=rec.created_s, finished_s=rec.finished_s, confidence=float(rec.options.get("confidence", 0)),
             max_steps=int(rec.options.get("max_steps", 0)), window_s=float(rec.options.get("window_s", 0)),
-            profile_modes=int(rec.options.get("profile_modes", 0)), strategy=str(rec.options.get("strategy", "")))
+            profile_modes=int(rec.options.get("profile_modes", 0)), strategy=str(rec.options.get("strategy", "")),
+            fleet=rec.goal == "fleet", priority=float(rec.options.get("priority", 0.0)))
         if rec.mode:
             msg.mode.CopyFrom(mode_to_pb(PowerMode(*_knobs(rec.mode))))
         if rec.choice:

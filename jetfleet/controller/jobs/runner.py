@@ -63,6 +63,8 @@ class JobRunner:
         self._persisted = 0.0
         self._counted: dict[str, int] = {}   # the running command's requests counted into the metrics, by outcome
         self._previous_run: dict[str, Any] = {}
+        self._fleet_board = rec.run.get("device_id", "") if rec.goal == "fleet" else ""   # where the queue placed it
+        self._live: tuple[str, str] | None = None     # (board, command) while a training command runs
 
     # --- state -------------------------------------------------------------------------------------
     async def save(self) -> None:
@@ -92,6 +94,10 @@ class JobRunner:
         """The job from wherever its record says it is to its end."""
         rec = self.rec
         try:
+            if rec.goal == "fleet":
+                await self._fleet_run()
+                await self._finish("done", self._summary())
+                return
             self.catalog = await asyncio.to_thread(self.m.campaigns.catalog_for, "", rec.target_model)
             await self._model()
             await self._prepare()
@@ -115,6 +121,8 @@ class JobRunner:
     async def _finish(self, state: str, detail: str) -> None:
         rec = self.rec
         rec.state, rec.detail, rec.finished_s = state, detail, time.time()
+        if rec.goal == "fleet" and self.m.fleet is not None:
+            await self.m.fleet.finish(rec.job_id)   # its board frees; the others are re-chosen
         if state == "cancelled":
             for cid in rec.campaign_ids:
                 run = self.m.campaigns.runs.get(cid)
@@ -203,6 +211,66 @@ class JobRunner:
         rec.mode = str(c.mode)
         await self.save()
 
+    # --- fleet jobs (placed and paced by the fleet queue, ``controller/fleet/queue.py``) -------------------
+    async def _fleet_run(self) -> None:
+        rec = self.rec
+        assert self.m.fleet is not None
+        await self.m.fleet.add(rec)
+        while rec.minibatches_done < rec.minibatches:
+            while not self._fleet_board:
+                await self._state("queued", "waiting in the fleet queue for a board and power under the lab cap")
+                await self._pause()
+            device = self._fleet_board
+            self.catalog = await asyncio.to_thread(self.m.campaigns.catalog_for, "", rec.target_model)
+            while True:
+                live = self.m.registry.devices.get(device)
+                if live is not None and live.online and self.m.hold(device, rec.job_id):
+                    break
+                await self._state("queued", f"placed on {device}: waiting for it ("
+                                            f"{'offline' if live is None or not live.online else 'busy'})")
+                await self._pause()
+            try:
+                await self._run_on(device)
+            finally:
+                self.m.release(device, rec.job_id)
+
+    async def fleet_decision(self, board: str, model: str, info: dict[str, Any], kind: str, reason: str) -> None:
+        """The fleet queue decided: ``start`` on ``board`` in ``info['mode']``, or a new mode for this job."""
+        rec = self.rec
+        if kind == "start":
+            doc = await asyncio.to_thread(self.m.models.repo.find, model, rec.workload)
+            rec.target_model, rec.model_id, rec.mode = model, doc["model_id"] if doc else "", info["mode"]
+            rec.choice = {"mode": info["mode"], "goal": "fleet", "time_ms": info["time_ms"],
+                          "time_hi_ms": info["time_ms"], "power_w": info["power_w"], "power_hi_w": info["power_hi_w"],
+                          "power_lo_w": info["power_w"], "at_risk": False,
+                          "confidence": float(rec.options["confidence"])}
+            self._fleet_board = board
+            await self.save()
+            return
+        if self._live is None:          # not training yet: it starts in the new mode
+            rec.mode = info["mode"]
+            await self.save()
+            return
+        device, cid = self._live
+        assert self.catalog is not None
+        try:
+            result = await self.m.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
+                mode=mode_to_pb(self.catalog.parse_mode(info["mode"])), during_command_id=cid)), timeout_s=30)
+        except JetfleetError as e:
+            log.warning("job %s: fleet step to %s on %s failed: %s", rec.job_id, info["mode"], device, e.message)
+            return
+        obs = rec.observed or {}
+        rec.steps.append({"t_s": float(obs.get("t_s", 0.0)), "at_minibatch": rec.minibatches_done,
+                          "from_mode": rec.mode, "to_mode": str(mode_from_pb(result.confirmed_mode)),
+                          "reason": f"fleet: {reason}", "observed_power_w": float(obs.get("power_w", 0.0)),
+                          "observed_time_ms": float(obs.get("time_ms", 0.0)), "predicted_power_w": info["power_w"],
+                          "predicted_power_w_hi": info["power_hi_w"], "predicted_time_ms": info["time_ms"],
+                          "kind": kind})
+        rec.mode = rec.steps[-1]["to_mode"]
+        self.tracker.reset_window(rec.mode)
+        self.m.metrics.job_steps.labels(rec.goal).inc()
+        await self.save()
+
     def _targets(self) -> list[str]:
         """The boards the job may run on: its device, or the boards of its model that offer its workload."""
         rec = self.rec
@@ -260,6 +328,7 @@ class JobRunner:
             await self.save()   # the command id is durable before the command is sent
         run = rec.run
         cid = rec.run_id
+        self._live = (device, cid)
         await self._state("running", f"training on {device} in {rec.mode}" + (" (rejoined)" if resume else ""))
         self.tracker.new_run(Point(rec.minibatches_done, rec.elapsed_s, rec.energy_j, rec.mode, 0.0))
         self.m.router.watch_progress(cid, lambda dev, r: self._reports.put_nowait((dev, r)))
@@ -289,6 +358,7 @@ class JobRunner:
                 raise JobCancelled() from None
             raise
         finally:
+            self._live = None
             stopper.cancel()
             self.m.router.unwatch_progress(cid)
             self._reports.put_nowait(None)
@@ -414,6 +484,8 @@ class JobRunner:
                                                    p95 <= rec.options["inference"]["latency_budget_s"] * 1e3)
         elif rec.goal == "deadline":   # within the loop's tolerance, as a budget is within the sensors'
             rec.goal_kept = rec.elapsed_s <= rec.deadline_s * (1 + DEADLINE_TOLERANCE)
+        elif rec.goal == "fleet":      # the cap is the lab's (fleet plan); a deadline, if any, is the job's
+            rec.goal_kept = not rec.deadline_s or rec.elapsed_s <= rec.deadline_s
         modes = ", ".join(f"{s['mode']} {s['seconds']:.0f} s" for s in rec.segments)
         return (f"{rec.minibatches_done} minibatches in {rec.elapsed_s:.0f} board s, {rec.energy_j / 1e3:.1f} kJ, "
                 f"mean {mean_w:.2f} W; modes: {modes}; {len(rec.steps)} step(s); goal "

@@ -353,6 +353,9 @@ class Store(abc.ABC):
         """Every document of a kind, in insertion order."""
 
     @abc.abstractmethod
+    def delete_doc(self, kind: str, doc_id: str) -> bool:
+        """Remove a document; False if there was none."""
+    @abc.abstractmethod
     def durability(self) -> dict[str, str]:
         """How writes are made durable, as the backend reports it (SQLite: journal_mode, synchronous;
         Redis: appendonly, appendfsync); the controller logs it and warns when it is weaker than promised."""

@@ -335,6 +335,14 @@ class RedisStore(RedisJobs, Store):
         raw = self._call(self.r.get, f"{self.p}:doc:{kind}:{doc_id}")
         return json.loads(raw) if raw else None
 
+    def delete_doc(self, kind: str, doc_id: str) -> bool:
+        """Remove a document; False if there was none."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.delete(f"{self.p}:doc:{kind}:{doc_id}")
+        pipe.zrem(f"{self.p}:docs:{kind}", doc_id)
+        removed, _ = self._call(pipe.execute)
+        return bool(removed)
+
     def list_docs(self, kind: str) -> list[dict[str, Any]]:
         """The kind's documents in the order they were first inserted."""
         ids = self._call(self.r.zrange, f"{self.p}:docs:{kind}", 0, -1)

@@ -329,6 +329,10 @@ class SqliteStore(SqliteJobs, Store):
         rows = self._rows("SELECT doc FROM docs WHERE kind=? AND doc_id=?", (kind, doc_id))
         return json.loads(rows[0][0]) if rows else None
 
+    def delete_doc(self, kind: str, doc_id: str) -> bool:
+        """Remove a document; False if there was none."""
+        return self._exec("DELETE FROM docs WHERE kind=? AND doc_id=?", (kind, doc_id)).rowcount > 0
+
     def list_docs(self, kind: str) -> list[dict[str, Any]]:
         """The kind's documents in the order they were first inserted."""
         return [json.loads(r[0]) for r in self._rows("SELECT doc FROM docs WHERE kind=? ORDER BY seq", (kind,))]

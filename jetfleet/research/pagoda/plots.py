@@ -67,10 +67,16 @@ def time_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[di
     return fig
 
 
-def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[dict[str, Any]], title: str) -> Any:
+FITS = {"bench": ("micro-benchmark fit", "", "-"), "profiles": ("profile fit", "profile_", "--")}
+
+
+def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[dict[str, Any]], title: str,
+                           fits: Sequence[str] = ("bench",)) -> Any:
     """Energy per FLOP (pJ/FLOP) of a kernel at intensity I running at the roof, per mode:
     e(I) = eps_flop + eps_byte / I + pi0 / min(peak, I x BW), log-log; ``workloads``: rows with ``label``,
-    ``intensity``, ``mode`` and ``energy_per_flop_j`` (E / W)."""
+    ``intensity``, ``mode`` and ``energy_per_flop_j`` (E / W). ``fits``: which energy constants are drawn, each
+    labelled in the legend and the title: "bench" (the micro-benchmark windows: eps_flop_j, ...; solid) and/or
+    "profiles" (fitted from the mode's profiled workloads: profile_eps_flop_j, ...; dashed)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.0, 4.6))
     lo, hi = _intensity_range(modes, workloads)
@@ -79,9 +85,12 @@ def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[
     by_mode = {}
     for c, m in zip(colours, modes):
         perf = np.minimum(m["peak_flops"], x * m["peak_bytes_per_s"])
-        e = m["eps_flop_j"] + m["eps_byte_j"] / x + m["pi0_w"] / perf
-        ax.plot(x, e * 1e12, "-", c=c, lw=1.6, label=f"{_label(m)}: ε {m['eps_flop_j'] * 1e12:.1f} pJ/FLOP, "
-                f"{m['eps_byte_j'] * 1e12:.0f} pJ/B, π₀ {m['pi0_w']:.1f} W")
+        for fit in fits:
+            name, key, style = FITS[fit]
+            ef, eb, pi0 = m[f"{key}eps_flop_j"], m[f"{key}eps_byte_j"], m[f"{key}pi0_w"]
+            e = ef + eb / x + pi0 / perf
+            ax.plot(x, e * 1e12, style, c=c, lw=1.6, label=f"{_label(m)}, {name}: ε {ef * 1e12:.1f} pJ/FLOP, "
+                    f"{eb * 1e12:.0f} pJ/B, π₀ {pi0:.1f} W")
         by_mode[m["mode"]] = c
     for i, w in enumerate(workloads):
         ax.scatter([w["intensity"]], [w["energy_per_flop_j"] * 1e12], marker=MARKERS[i % len(MARKERS)], s=46,
@@ -90,7 +99,8 @@ def energy_roofline_figure(modes: Sequence[dict[str, Any]], workloads: Sequence[
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity I (FLOP/byte of DRAM traffic, log)")
     ax.set_ylabel("energy per FLOP (pJ/FLOP, log)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(f"{title}\ndrawn: {' (solid) and '.join(FITS[f][0] for f in fits)}"
+                 + (" (dashed)" if "profiles" in fits else ""), fontsize=9)
     ax.grid(True, which="major", ls=":", lw=0.6)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
@@ -110,11 +120,12 @@ def energy_path(path: Path) -> Path:
 
 
 def plot_rooflines(points: Sequence[dict[str, Any]], workload_rows: Sequence[dict[str, Any]], path: Path,
-                   title: str) -> tuple[Path, Path]:
-    """The time roofline at ``path`` and the energy roofline beside it; returns both paths."""
+                   title: str, fits: Sequence[str] = ("bench",)) -> tuple[Path, Path]:
+    """The time roofline at ``path`` and the energy roofline beside it (``fits`` drawn); returns both paths."""
     save(time_roofline_figure(points, workload_rows, f"time roofline: {title}"), path)
     epath = energy_path(path)
-    save(energy_roofline_figure(points, workload_rows, f"energy roofline: {title}"), epath)
+    energy_rows = list(workload_rows) + (profiled_rows(points) if "profiles" in fits else [])
+    save(energy_roofline_figure(points, energy_rows, f"energy roofline: {title}", fits), epath)
     return path, epath
 
 
@@ -128,3 +139,10 @@ def workload_rows(points: Sequence[dict[str, Any]], workload: str) -> list[dict[
                          "achieved_flops": p["workload_flops"] / p["time_s"],
                          "energy_per_flop_j": p["energy_j"] / p["workload_flops"]})
     return rows
+
+
+def profiled_rows(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The workloads a profile fit used, as measured: E_profiled / W at their intensity W / Q, per mode."""
+    return [{"label": f"profiled {x['workload']} @ {p.get('mode_name') or p['mode']}", "mode": p["mode"],
+             "intensity": x["flops"] / x["bytes"], "energy_per_flop_j": x["energy_j"] / x["flops"]}
+            for p in points for x in p.get("profiled", [])]

@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Device(_message.Message):
-    __slots__ = ("device_id", "model", "serial", "online", "current_mode", "current_mode_name", "last_seen_s", "software", "emulated", "last_telemetry", "catalog", "first_seen_s", "metrics_address", "workloads", "broken_workloads", "speed")
+    __slots__ = ("device_id", "model", "serial", "online", "current_mode", "current_mode_name", "last_seen_s", "software", "emulated", "last_telemetry", "catalog", "first_seen_s", "metrics_address", "workloads", "broken_workloads", "labels", "speed")
     class SoftwareEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -16,6 +16,13 @@ class Device(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     class BrokenWorkloadsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +44,7 @@ class Device(_message.Message):
     METRICS_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     BROKEN_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     SPEED_FIELD_NUMBER: _ClassVar[int]
     device_id: str
     model: str
@@ -53,8 +61,9 @@ class Device(_message.Message):
     metrics_address: str
     workloads: _containers.RepeatedScalarFieldContainer[str]
     broken_workloads: _containers.ScalarMap[str, str]
+    labels: _containers.ScalarMap[str, str]
     speed: float
-    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., online: bool = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., current_mode_name: _Optional[str] = ..., last_seen_s: _Optional[float] = ..., software: _Optional[_Mapping[str, str]] = ..., emulated: bool = ..., last_telemetry: _Optional[_Union[_common_pb2.TelemetrySample, _Mapping]] = ..., catalog: _Optional[_Union[_common_pb2.Catalog, _Mapping]] = ..., first_seen_s: _Optional[float] = ..., metrics_address: _Optional[str] = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ...) -> None: ...
+    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., online: bool = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., current_mode_name: _Optional[str] = ..., last_seen_s: _Optional[float] = ..., software: _Optional[_Mapping[str, str]] = ..., emulated: bool = ..., last_telemetry: _Optional[_Union[_common_pb2.TelemetrySample, _Mapping]] = ..., catalog: _Optional[_Union[_common_pb2.Catalog, _Mapping]] = ..., first_seen_s: _Optional[float] = ..., metrics_address: _Optional[str] = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ...) -> None: ...
 
 class ListDevicesRequest(_message.Message):
     __slots__ = ("model",)
@@ -496,7 +505,7 @@ class OptimizeResponse(_message.Message):
     def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ..., confidence: _Optional[float] = ..., predicted_time_ms_lo: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w_lo: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., at_risk: bool = ...) -> None: ...
 
 class SubmitJobRequest(_message.Message):
-    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size")
+    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size", "fleet", "priority")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -517,6 +526,8 @@ class SubmitJobRequest(_message.Message):
     ARRIVAL_TIMES_S_FIELD_NUMBER: _ClassVar[int]
     LATENCY_BUDGET_S_FIELD_NUMBER: _ClassVar[int]
     INFERENCE_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    FLEET_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     workload: str
     device_id: str
     board_model: str
@@ -537,7 +548,9 @@ class SubmitJobRequest(_message.Message):
     arrival_times_s: _containers.RepeatedScalarFieldContainer[float]
     latency_budget_s: float
     inference_batch_size: int
-    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ...) -> None: ...
+    fleet: bool
+    priority: float
+    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ..., fleet: bool = ..., priority: _Optional[float] = ...) -> None: ...
 
 class JobStep(_message.Message):
     __slots__ = ("t_s", "at_minibatch", "from_mode", "to_mode", "reason", "observed_power_w", "observed_time_ms", "predicted_power_w", "predicted_power_w_hi", "predicted_time_ms", "kind")
@@ -580,7 +593,7 @@ class JobSegment(_message.Message):
     def __init__(self, mode: _Optional[str] = ..., device_id: _Optional[str] = ..., minibatches: _Optional[int] = ..., seconds: _Optional[float] = ..., energy_j: _Optional[float] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk", "inference")
+    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk", "priority", "fleet", "inference")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     TARGET_DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -617,6 +630,8 @@ class Job(_message.Message):
     PROFILE_MODES_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
     AT_RISK_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    FLEET_FIELD_NUMBER: _ClassVar[int]
     INFERENCE_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     workload: str
@@ -654,8 +669,10 @@ class Job(_message.Message):
     profile_modes: int
     strategy: str
     at_risk: bool
+    priority: float
+    fleet: bool
     inference: JobInference
-    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ..., inference: _Optional[_Union[JobInference, _Mapping]] = ...) -> None: ...
+    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ..., priority: _Optional[float] = ..., fleet: bool = ..., inference: _Optional[_Union[JobInference, _Mapping]] = ...) -> None: ...
 
 class JobInference(_message.Message):
     __slots__ = ("workload", "arrival_rate", "trace", "latency_budget_s", "batch_size", "choice", "predicted_p95_ms", "served", "late", "dropped", "p50_ms", "p95_ms", "p99_ms", "latency_kept", "fastest_ms")
@@ -714,7 +731,7 @@ class CancelJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class RooflineRequest(_message.Message):
-    __slots__ = ("board_model", "workload", "modes", "measure", "device_id", "seconds", "minibatch_size", "phase", "remeasure")
+    __slots__ = ("board_model", "workload", "modes", "measure", "device_id", "seconds", "minibatch_size", "phase", "remeasure", "profile_fit")
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MODES_FIELD_NUMBER: _ClassVar[int]
@@ -724,6 +741,7 @@ class RooflineRequest(_message.Message):
     MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     REMEASURE_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIT_FIELD_NUMBER: _ClassVar[int]
     board_model: str
     workload: str
     modes: _containers.RepeatedScalarFieldContainer[str]
@@ -733,10 +751,11 @@ class RooflineRequest(_message.Message):
     minibatch_size: int
     phase: str
     remeasure: bool
-    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., modes: _Optional[_Iterable[str]] = ..., measure: bool = ..., device_id: _Optional[str] = ..., seconds: _Optional[float] = ..., minibatch_size: _Optional[int] = ..., phase: _Optional[str] = ..., remeasure: bool = ...) -> None: ...
+    profile_fit: bool
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., modes: _Optional[_Iterable[str]] = ..., measure: bool = ..., device_id: _Optional[str] = ..., seconds: _Optional[float] = ..., minibatch_size: _Optional[int] = ..., phase: _Optional[str] = ..., remeasure: bool = ..., profile_fit: bool = ...) -> None: ...
 
 class RooflinePoint(_message.Message):
-    __slots__ = ("mode", "mode_name", "peak_flops", "peak_bytes_per_s", "eps_flop_j", "eps_byte_j", "pi0_w", "idle_w", "measured_s", "device_id", "method", "workload_flops", "workload_bytes", "time_s", "energy_j", "memory_bound", "observed_time_s", "observed_energy_j", "observed_profiles")
+    __slots__ = ("mode", "mode_name", "peak_flops", "peak_bytes_per_s", "eps_flop_j", "eps_byte_j", "pi0_w", "idle_w", "measured_s", "device_id", "method", "workload_flops", "workload_bytes", "time_s", "energy_j", "memory_bound", "observed_time_s", "observed_energy_j", "observed_profiles", "profile_eps_flop_j", "profile_eps_byte_j", "profile_pi0_w", "profile_fit_mape", "bench_fit_mape", "profile_energy_j", "profiled")
     MODE_FIELD_NUMBER: _ClassVar[int]
     MODE_NAME_FIELD_NUMBER: _ClassVar[int]
     PEAK_FLOPS_FIELD_NUMBER: _ClassVar[int]
@@ -756,6 +775,13 @@ class RooflinePoint(_message.Message):
     OBSERVED_TIME_S_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_PROFILES_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_EPS_FLOP_J_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_EPS_BYTE_J_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_PI0_W_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIT_MAPE_FIELD_NUMBER: _ClassVar[int]
+    BENCH_FIT_MAPE_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    PROFILED_FIELD_NUMBER: _ClassVar[int]
     mode: _common_pb2.PowerMode
     mode_name: str
     peak_flops: float
@@ -775,7 +801,34 @@ class RooflinePoint(_message.Message):
     observed_time_s: float
     observed_energy_j: float
     observed_profiles: int
-    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., eps_flop_j: _Optional[float] = ..., eps_byte_j: _Optional[float] = ..., pi0_w: _Optional[float] = ..., idle_w: _Optional[float] = ..., measured_s: _Optional[float] = ..., device_id: _Optional[str] = ..., method: _Optional[str] = ..., workload_flops: _Optional[float] = ..., workload_bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., memory_bound: bool = ..., observed_time_s: _Optional[float] = ..., observed_energy_j: _Optional[float] = ..., observed_profiles: _Optional[int] = ...) -> None: ...
+    profile_eps_flop_j: float
+    profile_eps_byte_j: float
+    profile_pi0_w: float
+    profile_fit_mape: float
+    bench_fit_mape: float
+    profile_energy_j: float
+    profiled: _containers.RepeatedCompositeFieldContainer[ProfiledWorkload]
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., peak_flops: _Optional[float] = ..., peak_bytes_per_s: _Optional[float] = ..., eps_flop_j: _Optional[float] = ..., eps_byte_j: _Optional[float] = ..., pi0_w: _Optional[float] = ..., idle_w: _Optional[float] = ..., measured_s: _Optional[float] = ..., device_id: _Optional[str] = ..., method: _Optional[str] = ..., workload_flops: _Optional[float] = ..., workload_bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., memory_bound: bool = ..., observed_time_s: _Optional[float] = ..., observed_energy_j: _Optional[float] = ..., observed_profiles: _Optional[int] = ..., profile_eps_flop_j: _Optional[float] = ..., profile_eps_byte_j: _Optional[float] = ..., profile_pi0_w: _Optional[float] = ..., profile_fit_mape: _Optional[float] = ..., bench_fit_mape: _Optional[float] = ..., profile_energy_j: _Optional[float] = ..., profiled: _Optional[_Iterable[_Union[ProfiledWorkload, _Mapping]]] = ...) -> None: ...
+
+class ProfiledWorkload(_message.Message):
+    __slots__ = ("workload", "flops", "bytes", "time_s", "energy_j", "profiles", "profile_fit_energy_j", "bench_fit_energy_j")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    TIME_S_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    PROFILES_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIT_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    BENCH_FIT_ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    flops: float
+    bytes: float
+    time_s: float
+    energy_j: float
+    profiles: int
+    profile_fit_energy_j: float
+    bench_fit_energy_j: float
+    def __init__(self, workload: _Optional[str] = ..., flops: _Optional[float] = ..., bytes: _Optional[float] = ..., time_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., profiles: _Optional[int] = ..., profile_fit_energy_j: _Optional[float] = ..., bench_fit_energy_j: _Optional[float] = ...) -> None: ...
 
 class RooflineResponse(_message.Message):
     __slots__ = ("board_model", "workload", "points", "measured", "intensity", "phase", "minibatch_size")
@@ -794,3 +847,86 @@ class RooflineResponse(_message.Message):
     phase: str
     minibatch_size: int
     def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., points: _Optional[_Iterable[_Union[RooflinePoint, _Mapping]]] = ..., measured: _Optional[int] = ..., intensity: _Optional[float] = ..., phase: _Optional[str] = ..., minibatch_size: _Optional[int] = ...) -> None: ...
+
+class SetDeviceLabelsRequest(_message.Message):
+    __slots__ = ("device_id", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    device_id: str
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, device_id: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class SetFleetCapRequest(_message.Message):
+    __slots__ = ("cap_w", "group")
+    CAP_W_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    cap_w: float
+    group: str
+    def __init__(self, cap_w: _Optional[float] = ..., group: _Optional[str] = ...) -> None: ...
+
+class ClearFleetCapRequest(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    def __init__(self, group: _Optional[str] = ...) -> None: ...
+
+class GetFleetPlanRequest(_message.Message):
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    def __init__(self, group: _Optional[str] = ...) -> None: ...
+
+class FleetBoard(_message.Message):
+    __slots__ = ("device_id", "model", "group", "online", "power_w", "job_id", "workload", "mode", "predicted_w")
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ONLINE_FIELD_NUMBER: _ClassVar[int]
+    POWER_W_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_W_FIELD_NUMBER: _ClassVar[int]
+    device_id: str
+    model: str
+    group: str
+    online: bool
+    power_w: float
+    job_id: str
+    workload: str
+    mode: str
+    predicted_w: float
+    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., group: _Optional[str] = ..., online: bool = ..., power_w: _Optional[float] = ..., job_id: _Optional[str] = ..., workload: _Optional[str] = ..., mode: _Optional[str] = ..., predicted_w: _Optional[float] = ...) -> None: ...
+
+class FleetCap(_message.Message):
+    __slots__ = ("group", "cap_w", "power_w", "idle_w", "headroom_w", "predicted_w", "boards")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CAP_W_FIELD_NUMBER: _ClassVar[int]
+    POWER_W_FIELD_NUMBER: _ClassVar[int]
+    IDLE_W_FIELD_NUMBER: _ClassVar[int]
+    HEADROOM_W_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_W_FIELD_NUMBER: _ClassVar[int]
+    BOARDS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    cap_w: float
+    power_w: float
+    idle_w: float
+    headroom_w: float
+    predicted_w: float
+    boards: _containers.RepeatedCompositeFieldContainer[FleetBoard]
+    def __init__(self, group: _Optional[str] = ..., cap_w: _Optional[float] = ..., power_w: _Optional[float] = ..., idle_w: _Optional[float] = ..., headroom_w: _Optional[float] = ..., predicted_w: _Optional[float] = ..., boards: _Optional[_Iterable[_Union[FleetBoard, _Mapping]]] = ...) -> None: ...
+
+class FleetPlan(_message.Message):
+    __slots__ = ("caps", "queued_jobs")
+    CAPS_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_JOBS_FIELD_NUMBER: _ClassVar[int]
+    caps: _containers.RepeatedCompositeFieldContainer[FleetCap]
+    queued_jobs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, caps: _Optional[_Iterable[_Union[FleetCap, _Mapping]]] = ..., queued_jobs: _Optional[_Iterable[str]] = ...) -> None: ...

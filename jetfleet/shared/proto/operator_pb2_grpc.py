@@ -145,6 +145,26 @@ class OperatorStub(object):
                 request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineRequest.SerializeToString,
                 response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineResponse.FromString,
                 )
+        self.SetDeviceLabels = channel.unary_unary(
+                '/jetfleet.v1.Operator/SetDeviceLabels',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.SetDeviceLabelsRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.Device.FromString,
+                )
+        self.SetFleetCap = channel.unary_unary(
+                '/jetfleet.v1.Operator/SetFleetCap',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.SetFleetCapRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.FromString,
+                )
+        self.ClearFleetCap = channel.unary_unary(
+                '/jetfleet.v1.Operator/ClearFleetCap',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ClearFleetCapRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.FromString,
+                )
+        self.GetFleetPlan = channel.unary_unary(
+                '/jetfleet.v1.Operator/GetFleetPlan',
+                request_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetFleetPlanRequest.SerializeToString,
+                response_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.FromString,
+                )
 
 
 class OperatorServicer(object):
@@ -317,6 +337,31 @@ class OperatorServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetDeviceLabels(self, request, context):
+        """issue 17: the lab as one power budget
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetFleetCap(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClearFleetCap(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFleetPlan(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OperatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -449,6 +494,26 @@ def add_OperatorServicer_to_server(servicer, server):
                     servicer.Roofline,
                     request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineRequest.FromString,
                     response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineResponse.SerializeToString,
+            ),
+            'SetDeviceLabels': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetDeviceLabels,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.SetDeviceLabelsRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.Device.SerializeToString,
+            ),
+            'SetFleetCap': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetFleetCap,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.SetFleetCapRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.SerializeToString,
+            ),
+            'ClearFleetCap': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClearFleetCap,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.ClearFleetCapRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.SerializeToString,
+            ),
+            'GetFleetPlan': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFleetPlan,
+                    request_deserializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetFleetPlanRequest.FromString,
+                    response_serializer=jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -899,5 +964,73 @@ class Operator(object):
         return grpc.experimental.unary_unary(request, target, '/jetfleet.v1.Operator/Roofline',
             jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineRequest.SerializeToString,
             jetfleet_dot_shared_dot_proto_dot_operator__pb2.RooflineResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetDeviceLabels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetfleet.v1.Operator/SetDeviceLabels',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.SetDeviceLabelsRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.Device.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetFleetCap(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetfleet.v1.Operator/SetFleetCap',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.SetFleetCapRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ClearFleetCap(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetfleet.v1.Operator/ClearFleetCap',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.ClearFleetCapRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetFleetPlan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetfleet.v1.Operator/GetFleetPlan',
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.GetFleetPlanRequest.SerializeToString,
+            jetfleet_dot_shared_dot_proto_dot_operator__pb2.FleetPlan.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

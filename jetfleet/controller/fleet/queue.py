@@ -1,0 +1,201 @@
+"""The controller's side of the fleet queue: jobs submitted with ``--fleet`` wait in one ``FleetScheduler``
+over the lab's online boards under the lab-wide cap; its decisions go to the jobs' runners (a start names the
+board and mode; a new mode is a step of the running training), and the aggregate loop runs on the boards'
+telemetry every ``period_s`` wall seconds. The scheduler is the same code ``jetfleet eval fleet`` measures.
+
+Boards held by other work (a job with its own goal, a campaign) are not placed on; what they draw counts
+against the cap like an idle board's draw. A fleet job stays on the board it was placed on (it waits for that
+board if it goes away)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from jetfleet.controller.fleet.caps import FleetCaps
+from jetfleet.controller.fleet.scheduler import Board, Candidates, Change, FleetJob, FleetScheduler
+from jetfleet.controller.store import JobRecord
+from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
+from jetfleet.shared.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from jetfleet.controller.jobs.manager import JobManager
+
+log = logging.getLogger(__name__)
+
+
+class FleetQueue:
+    """The fleet jobs of the lab (this module's docstring)."""
+
+    def __init__(self, jobs: JobManager, caps: FleetCaps, *, period_s: float = 2.0) -> None:
+        self.jobs, self.caps, self.period_s = jobs, caps, period_s
+        self.sched = FleetScheduler([], math.inf)
+        self.fleet_jobs: dict[str, FleetJob] = {}
+        self.models: dict[str, str] = {}          # job -> board model -> chosen at placement
+        self.lock = asyncio.Lock()
+        self._seen_t: dict[str, float] = {}       # board -> newest sample time the loop has used
+        self.rows: dict[str, dict[str, Any]] = {}   # board -> its fleet job's plan row (a snapshot for other threads)
+
+    # --- inputs ----------------------------------------------------------------------------------------
+    def lab_cap(self) -> float:
+        """The lab-wide cap (W); FailedPrecondition when there is none."""
+        for group, cap in self.caps.caps():
+            if not group:
+                return cap
+        raise FailedPrecondition("fleet jobs run under the lab-wide cap and there is none: set one with "
+                                 "`jetfleet fleet cap set WATTS`", field="fleet")
+
+    def candidates(self, workload: str, confidence: float) -> dict[str, Candidates]:
+        """Per board model of an online board offering the workload: the candidates of its calibrated model.
+        InvalidArgument naming what is missing when no board model can run it. Blocking (predicts)."""
+        models: dict[str, Any] = {}
+        offered = set()
+        for d in self.jobs.registry.list():
+            if d.online and (workload in WORKLOADS or workload in d.workloads):
+                offered.add(d.record.model)
+                models.setdefault(d.record.model, d)
+        if not offered:
+            raise InvalidArgument(f"no online board can run {workload!r}: none offers it", field="workload")
+        out: dict[str, Candidates] = {}
+        for model in sorted(offered):
+            doc = self.jobs.models.repo.find(model, workload)
+            if doc is None:
+                continue
+            catalog = self.jobs.campaigns.catalog_for("", model)
+            pred = self.jobs.cache.get(doc, catalog, confidence)
+            out[model] = Candidates.from_predictions(pred, str(catalog.maxn))
+        if not out:
+            raise InvalidArgument(f"no board model can run {workload!r} under the cap: none of "
+                                  f"{', '.join(sorted(offered))} has a calibrated model of it (run a job with "
+                                  "--board-model first, or `jetfleet model transfer`)", field="workload")
+        return out
+
+    def _boards(self) -> list[Board]:
+        out = []
+        fleet_ids = set(self.fleet_jobs)
+        for d in self.jobs.registry.list():
+            if not d.online:
+                continue
+            dev = d.record.device_id
+            holder = self.jobs.holder(dev)
+            last = self.caps.telemetry.last(dev)
+            if holder is not None and holder not in fleet_ids:   # other work: its draw counts, it is not placed on
+                out.append(Board(dev, d.record.model, last.total_w if last is not None else 0.0, available=False))
+            else:
+                out.append(Board(dev, d.record.model, self.caps.idle_w(dev)))
+        return out
+
+    def _sync(self) -> None:
+        self.caps.refresh()
+        self.sched.boards = self._boards()
+        try:
+            self.sched.cap_w = self.lab_cap()
+        except FailedPrecondition:
+            self.sched.cap_w = math.inf
+
+    # --- jobs --------------------------------------------------------------------------------------------
+    async def add(self, rec: JobRecord) -> None:
+        """Queue a fleet job (or, after a restart, put a placed one back on its board and mode)."""
+        cands = await asyncio.to_thread(self.candidates, rec.workload, float(rec.options["confidence"]))
+        job = FleetJob(rec.job_id, rec.workload, rec.minibatches, cands, float(rec.options.get("priority", 1.0)),
+                       rec.deadline_s or math.inf, rec.created_s)
+        async with self.lock:
+            self.fleet_jobs[rec.job_id] = job
+            device = rec.run.get("device_id", "")
+            if device and rec.target_model in cands and rec.mode in cands[rec.target_model].modes:
+                job.board, job.model, job.option = device, rec.target_model, cands[rec.target_model].modes.index(rec.mode)
+                self.sched.running[device] = job
+                self.models[rec.job_id] = rec.target_model
+            else:
+                self.sched.submit(job)
+            await self._apply(self._schedule())
+
+    def _schedule(self) -> list[Change]:
+        self._sync()
+        if not math.isfinite(self.sched.cap_w):
+            return []
+        return self.sched.schedule()
+
+    async def finish(self, job_id: str) -> None:
+        """A fleet job ended: its board is free, the others re-chosen."""
+        async with self.lock:
+            if self.fleet_jobs.pop(job_id, None) is None:
+                return
+            self.models.pop(job_id, None)
+            self.sched.finish(job_id)
+            await self._apply(self._schedule())
+
+    async def reschedule(self) -> None:
+        """A cap or the boards changed: re-choose the running jobs and start what fits."""
+        async with self.lock:
+            await self._apply(self._schedule())
+
+    async def _apply(self, changes: list[Change]) -> None:
+        self.rows = {str(r["board"]): r for r in self.sched.plan() if r["state"] == "running"}
+        for c in changes:
+            runner = self.jobs.runners.get(c.job_id)
+            job = self.fleet_jobs.get(c.job_id)
+            if runner is None or job is None:
+                continue
+            model = job.model
+            self.models[c.job_id] = model
+            cand = job.candidates[model]
+            k = cand.modes.index(c.mode)
+            info = {"mode": c.mode, "time_ms": float(cand.time_ms[k]), "power_w": float(cand.power_w[k]),
+                    "power_hi_w": float(self.sched.power_of(job, model)[k])}
+            log.info("fleet: %s %s on %s in %s (%s)", c.kind, c.job_id, c.board, c.mode, c.reason)
+            await runner.fleet_decision(c.board, model, info, c.kind, c.reason)
+
+    # --- the aggregate loop ----------------------------------------------------------------------------------
+    def measured(self) -> dict[str, float]:
+        """Each online board's mean power over its samples since the last call; a board running a fleet job only
+        over the samples taken in the mode the queue set (a step takes a batch of telemetry to show, and a stale
+        window would step again). A board without such samples is left out (the scheduler counts its prediction)."""
+        out: dict[str, float] = {}
+        for b in self.sched.boards:
+            window = self.caps.telemetry.window(b.board_id)
+            since = self._seen_t.get(b.board_id, -math.inf)
+            new = [s for s in window if s.t_s > since]
+            job = self.sched.running.get(b.board_id)
+            if job is not None:
+                want = _knobs(job.candidates[job.model].modes[job.option])
+                new = [s for s in new if _knobs_of(s) == want]
+            if new:
+                self._seen_t[b.board_id] = max(s.t_s for s in new)
+                out[b.board_id] = sum(s.total_w for s in new) / len(new)
+        return out
+
+    async def tick(self) -> None:
+        """One window of the aggregate loop: observe, and step the running fleet jobs down or up."""
+        async with self.lock:
+            self._sync()
+            if not self.sched.running or not math.isfinite(self.sched.cap_w):
+                self.rows = {}
+                return
+            await self._apply(self.sched.observe(self.measured()))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """The aggregate loop every ``period_s`` until ``stop``."""
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), self.period_s)
+            except asyncio.TimeoutError:
+                pass
+            if stop.is_set():
+                return
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("fleet loop")
+
+
+
+def _knobs(mode: str) -> tuple[int, float, float, float]:
+    cores, cpu, gpu, mem = mode.split("/")
+    return int(cores), round(float(cpu)), round(float(gpu)), round(float(mem))
+
+
+def _knobs_of(s: Any) -> tuple[int, float, float, float]:
+    return int(s.cores_online), round(s.cpu_mhz), round(s.gpu_mhz), round(s.mem_mhz)
