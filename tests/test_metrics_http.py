@@ -11,7 +11,6 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,7 +29,7 @@ from jetfleet.shared.metrics_http import MetricsHttpConfig, MetricsServer
 from jetfleet.shared.tls import init_ca, issue
 from jetfleet.twin.board import EmulatedBoard
 
-from .harness import FAST_AGENT, FAST_CONTROLLER, free_port
+from .harness import FAST_AGENT, FAST_CONTROLLER, free_port, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -157,11 +156,13 @@ def test_prometheus_finds_the_agents_through_http_sd_of_a_tls_controller(pki, tm
             link = AgentLink(board, cfg, metrics=metrics, metrics_port=srv.port)
             lt.loop.call_soon_threadsafe(lambda link=link: lt.loop.create_task(link.run(stop)))
         sd_url = f"https://127.0.0.1:{ctl.metrics_port}/sd/agents"
-        deadline = time.monotonic() + 20
         groups: list = []
-        while time.monotonic() < deadline and sum(len(g["targets"]) for g in groups) < 2:
-            groups = json.loads(get(sd_url, ca=pki / "ca.crt", user="prometheus", password="s3cret-Pa55")[1])
-            time.sleep(0.1)
+
+        def both_targets() -> bool:
+            groups[:] = json.loads(get(sd_url, ca=pki / "ca.crt", user="prometheus", password="s3cret-Pa55")[1])
+            return sum(len(g["targets"]) for g in groups) >= 2
+
+        wait_until(both_targets, 20, "both agents in the discovery document")
         assert sorted((g["labels"]["board_model"], t) for g in groups for t in g["targets"]) == sorted(
             [("agx-orin", f"127.0.0.1:{servers[0].port}"), ("orin-nano", f"127.0.0.1:{servers[1].port}")])
         with pytest.raises(urllib.error.HTTPError):   # discovery is behind the same auth as the metrics
@@ -187,14 +188,17 @@ def test_prometheus_finds_the_agents_through_http_sd_of_a_tls_controller(pki, tm
                 return {(r["metric"]["job"], r["metric"].get("board_model", "")): r["value"][1]
                         for r in body["data"]["result"]}
 
-            deadline = time.monotonic() + 60
             seen: dict = {}
-            while time.monotonic() < deadline and sorted(seen.values()) != ["1"] * 3:
+
+            def all_up() -> bool:
                 try:
-                    seen = up()
-                except OSError:
-                    pass
-                time.sleep(0.5)
+                    seen.clear()
+                    seen.update(up())
+                except OSError:   # Prometheus not listening yet
+                    return False
+                return sorted(seen.values()) == ["1"] * 3
+
+            wait_until(all_up, 60, "Prometheus scraping the controller and both agents")
             assert seen == {("jetfleet-controller", ""): "1", ("jetfleet-agents", "agx-orin"): "1",
                             ("jetfleet-agents", "orin-nano"): "1"}
         finally:
