@@ -40,4 +40,5 @@ fi
 echo "== agent tests on $("$venv/bin/python" --version) ($venv)"
 # Only the modules that hold board tests are collected: the others import the controller's stack.
 files="$(grep -l 'mark\.boards' tests/test_*.py)"
-exec "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "boards and not slow" $files
+# A board test takes seconds: a tighter limit than the suite's, and a systematic failure stops early.
+exec "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "boards and not slow" --timeout 120 --maxfail 5 $files

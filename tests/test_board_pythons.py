@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -32,26 +33,56 @@ def wait_for(predicate, timeout_s, what):
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+class Drained:
+    """A child process whose output a thread keeps reading, so a chatty child never blocks on a full pipe;
+    ``output()`` is what it printed so far (for the assertion messages)."""
+
+    def __init__(self, argv, env=None, first_line=False):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.lines = [self.proc.stdout.readline()] if first_line else []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def output(self):
+        return "".join(self.lines)
+
+    def stop(self, sig=signal.SIGTERM, timeout_s=20):
+        """Send ``sig`` and wait; a child that outlives the wait is killed. Returns its exit status."""
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"{self.proc.args[2:5]} did not stop within {timeout_s} s:\n{self.output()}") from None
+        finally:
+            self.reader.join(5)
+
+
 @pytest.fixture
 def controller(tmp_path):
     if not CONTROLLER_PY:
         pytest.skip("no Python 3.11+ for the controller: set JETFLEET_CONTROLLER_PYTHON (make test-boards does)")
-    proc = subprocess.Popen([CONTROLLER_PY, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
-                             "--store", str(tmp_path / "data")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    ctl = Drained([CONTROLLER_PY, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
+                   "--store", str(tmp_path / "data")], first_line=True)
     try:
-        line = proc.stdout.readline()
-        m = re.search(r"listening on 127.0.0.1:(\d+)", line)
-        assert m, line + proc.stdout.read() if proc.poll() is not None else line
+        m = re.search(r"listening on 127.0.0.1:(\d+)", ctl.lines[0])
+        if not m:
+            ctl.proc.wait(20)
+            ctl.reader.join(5)
+            raise AssertionError("the controller did not start:\n" + ctl.output())
         yield f"127.0.0.1:{m.group(1)}"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(20)
+        if ctl.proc.poll() is None:
+            ctl.stop()
 
 
 def agent(address, *args, env=None):
-    return subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "agent", "run", "--controller", address, *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    return Drained([sys.executable, "-m", "jetfleet.cli", "agent", "run", "--controller", address, *args], env=env)
 
 
 def online(c, device_id):
@@ -78,8 +109,7 @@ def test_an_emulated_board_served_by_this_python(controller):
                                capture_output=True, text=True)   # the CLI's tables on this Python too
         assert table.returncode == 0 and re.search(r"xavier-emu\s+agx-xavier\s+online\s+4/1190.4", table.stdout), table
     finally:
-        a.send_signal(signal.SIGTERM)
-        assert a.wait(20) == 0, a.stdout.read()
+        assert a.stop() == 0, a.output()
 
 
 def test_a_real_board_on_the_nvpmodel_route_is_left_as_found_after_sigterm_and_after_sigkill(controller, tmp_path):
@@ -104,8 +134,7 @@ def test_a_real_board_on_the_nvpmodel_route_is_left_as_found_after_sigterm_and_a
             assert tool_calls(root)[-1].startswith("systemctl") or tool_calls(root)[-1].endswith("-m 14")
             assert snapshot(root) != before
     finally:
-        a.send_signal(signal.SIGTERM)
-        assert a.wait(20) == 0, a.stdout.read()
+        assert a.stop() == 0, a.output()
     assert snapshot(root) == before                           # SIGTERM: everything put back
 
     a = agent(controller, *args, env=env)
@@ -114,8 +143,7 @@ def test_a_real_board_on_the_nvpmodel_route_is_left_as_found_after_sigterm_and_a
             wait_for(lambda: online(c, "orin-lab"), 30, "the agent to connect")
             c.set_mode("orin-lab", "4/1497.6/828.75/3199")
     finally:
-        a.kill()                                              # SIGKILL: no chance to clean up
-        a.wait(20)
+        a.stop(signal.SIGKILL)                                # SIGKILL: no chance to clean up
     assert snapshot(root) != before and (state / "found-state.json").exists()
     a = agent(controller, *args, env=env)                     # the next start restores before it dials
     try:
@@ -124,6 +152,5 @@ def test_a_real_board_on_the_nvpmodel_route_is_left_as_found_after_sigterm_and_a
             assert snapshot(root) == before
             assert not (state / "found-state.json").exists()
     finally:
-        a.send_signal(signal.SIGTERM)
-        assert a.wait(20) == 0, a.stdout.read()
+        assert a.stop() == 0, a.output()
     assert snapshot(root) == before

@@ -14,7 +14,10 @@ from jetfleet.client import connect
 
 from .harness import LabThread, wait_until
 
-CLI = [sys.executable, "-c", "from jetfleet.cli.main import cli; cli(prog_name='jetfleet')"]
+# SIGINT as a terminal delivers it, whoever started the test run: a shell that starts a job in the background
+# (`make test &`, some CI runners) starts it with SIGINT ignored, and Python then installs no handler.
+CLI = [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                             "from jetfleet.cli.main import cli; cli(prog_name='jetfleet')"]
 
 
 def start(args, env):

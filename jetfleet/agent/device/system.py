@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from typing import Sequence
@@ -46,13 +47,22 @@ class SystemCommands:
         if self.path is not None:
             env["PATH"] = self.path
         cmd: list[str] = [exe, *argv[1:]]
+        # Its own session, so a timeout kills everything it started: a tool that leaves a child holding its
+        # output (a daemon started by systemctl, a shell wrapper) would otherwise keep the read waiting forever.
         try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
-                               timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            raise DeviceError(f"{' '.join(argv)} did not finish within {self.timeout_s:.0f} s", field=argv[0]) from None
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, env=env, start_new_session=True)
         except OSError as e:
             raise DeviceError(f"cannot run {argv[0]}: {e.strerror}", field=argv[0]) from None
+        try:
+            out, err = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise DeviceError(f"{' '.join(argv)} did not finish within {self.timeout_s:.0f} s", field=argv[0]) from None
+        except BaseException:
+            _kill_group(proc)
+            raise
+        p = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
         log.debug("%s -> %d %s %s", " ".join(argv), p.returncode, p.stdout.strip(), p.stderr.strip())
         result = CommandResult(p.returncode, p.stdout, p.stderr)
         if check and p.returncode != 0:
@@ -60,3 +70,18 @@ class SystemCommands:
             raise DeviceError(f"{' '.join(argv)} failed (exit {p.returncode}): {said[-1] if said else 'no output'}",
                               field=argv[0])
         return result
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL ``proc`` and its process group, then reap it without waiting on pipes a stray child may hold."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    try:
+        proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:   # a child that left the group still holds a pipe: stop reading it
+        for f in (proc.stdout, proc.stderr):
+            if f is not None:
+                f.close()
+        proc.wait()

@@ -1,0 +1,61 @@
+"""The board's tools as separate programs: a timeout ends the tool and everything it started, and a missing
+or failing tool is a DeviceError naming it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+from jetfleet.agent.device.system import SystemCommands
+from jetfleet.shared.errors import DeviceError
+
+pytestmark = pytest.mark.boards
+
+
+def tool(bin_dir, name, body):
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(bin_dir)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:   # a zombie has ended
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_tool_that_hangs_is_ended_with_what_it_started(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    # exits at once but leaves a child holding its output, as a careless daemon start would
+    path = tool(tmp_path, "nvpmodel", f"{shutil.which('sleep')} 600 &\necho $! > {pid_file}\necho started\n")
+    started = time.monotonic()
+    with pytest.raises(DeviceError, match=r"nvpmodel -m 1 did not finish within 1 s") as e:
+        SystemCommands(path=path, timeout_s=1).run(["nvpmodel", "-m", "1"])
+    assert e.value.field == "nvpmodel" and time.monotonic() - started < 30
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child), "the tool's child outlived the timeout"
+
+
+def test_a_tool_is_run_with_stdin_closed_and_its_output_returned(tmp_path):
+    path = tool(tmp_path, "nvpmodel", "read answer || echo 'no input'\necho \"asked $1\"\n")
+    r = SystemCommands(path=path, timeout_s=20).run(["nvpmodel", "-q"])
+    assert (r.returncode, r.stdout) == (0, "no input\nasked -q\n")
+
+
+def test_a_missing_or_failing_tool_is_an_error_naming_it(tmp_path):
+    with pytest.raises(DeviceError, match="systemctl is not installed on this board"):
+        SystemCommands(path=str(tmp_path), timeout_s=5).run(["systemctl", "is-active", "nvfancontrol"])
+    path = tool(tmp_path, "systemctl", "echo 'Unit nvfancontrol.service not found.' >&2\nexit 5\n")
+    with pytest.raises(DeviceError, match=r"systemctl start nvfancontrol failed \(exit 5\): Unit nvfancontrol"):
+        SystemCommands(path=path, timeout_s=20).run(["systemctl", "start", "nvfancontrol"])
+    assert SystemCommands(path=path, timeout_s=20).run(["systemctl", "start", "x"], check=False).returncode == 5
