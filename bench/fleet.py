@@ -77,11 +77,20 @@ def stop_all(procs: list[subprocess.Popen[str]]) -> None:
             p.wait()
 
 
-def wait_welcomed(loads: list[subprocess.Popen[str]], n: int, timeout_s: float = 900) -> float:
-    t0 = time.monotonic()
+def wait_welcomed(loads: list[subprocess.Popen[str]], n: int, timeout_s: float = 600,
+                  server_pid: int | None = None) -> float:
+    """Seconds until all n agents were welcomed; progress on stderr every 15 s (welcomed, failed sessions, CPU)."""
+    t0 = last = time.monotonic()
+    c0 = cpu_s(server_pid) if server_pid else 0.0
     while time.monotonic() - t0 < timeout_s:
-        if sum(ask(p)[1] for p in loads) >= n:
+        counts = [ask(p) for p in loads]
+        if sum(c[1] for c in counts) >= n:
             return time.monotonic() - t0
+        if time.monotonic() - last >= 15:
+            last = time.monotonic()
+            cpu = f", server CPU {(cpu_s(server_pid) - c0) / (last - t0) * 100:.0f} %" if server_pid else ""
+            print(f"    {last - t0:4.0f} s: {sum(c[1] for c in counts)}/{n} welcomed, "
+                  f"{sum(c[2] for c in counts)} sessions failed{cpu}", file=sys.stderr, flush=True)
         time.sleep(0.5)
     raise RuntimeError(f"only {sum(ask(p)[1] for p in loads)} of {n} agents were welcomed in {timeout_s:.0f} s")
 
@@ -113,7 +122,7 @@ def minimal(n: int, window_s: float, procs: int) -> list[dict[str, float]]:
     address = f"127.0.0.1:{int(server.stdout.readline())}"
     loads = start_load(address, n, procs)
     try:
-        wait_welcomed(loads, n)
+        wait_welcomed(loads, n, server_pid=server.pid)
         time.sleep(2.0)
         return windows(server.pid, loads, lambda: ask(server)[0], window_s)
     finally:
@@ -124,8 +133,8 @@ def minimal(n: int, window_s: float, procs: int) -> list[dict[str, float]]:
 
 def samples_total(metrics_port: int) -> float:
     text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).read().decode()
-    m = re.search(r"^jetfleet_telemetry_samples_total ([0-9.e+]+)$", text, re.M)
-    return float(m.group(1)) if m else 0.0
+    # one series per board: the sum over them
+    return sum(float(v) for v in re.findall(r"^jetfleet_telemetry_samples_total(?:\{[^}]*\})? ([0-9.e+]+)$", text, re.M))
 
 
 def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path,
@@ -146,7 +155,7 @@ def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path,
                 raise RuntimeError(f"controller did not start: {line!r}")
             address = f"127.0.0.1:{m.group(1)}"
             loads = start_load(address, n, procs, kind)
-            connect_s = wait_welcomed(loads, n)
+            connect_s = wait_welcomed(loads, n, server_pid=ctl.pid)
             time.sleep(3.0)
             rows = windows(ctl.pid, loads, lambda: sum(ask(p)[0] for p in loads), window_s)
             s0, t0 = samples_total(mport), time.monotonic()

@@ -76,17 +76,53 @@ class Messages:
             instance_id=device_id.replace("/", "-"))).SerializeToString()
 
 
+TICK_S = 0.02                 # the ticker's period: agents are spread over 50 phases of each second
+SLOTS = int(round(1.0 / TICK_S))
+reasons: set[str] = set()
+
+
+class Ticker:
+    """One task per load process sends every welcomed agent's batch once a second, in the agent's phase of
+    the second: a timer per agent (5,000 wake-ups and tasks a second) would cost the load more than it
+    costs the server to receive the messages."""
+
+    def __init__(self) -> None:
+        self.slots: list[dict[asyncio.Queue[bytes | None], tuple[bytes, ...]]] = [{} for _ in range(SLOTS)]
+
+    def add(self, phase_s: float, outq: asyncio.Queue[bytes | None], messages: tuple[bytes, ...]) -> int:
+        slot = int(phase_s / TICK_S) % SLOTS
+        self.slots[slot][outq] = messages
+        return slot
+
+    def remove(self, slot: int, outq: asyncio.Queue[bytes | None]) -> None:
+        self.slots[slot].pop(outq, None)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        start, k = loop.time(), 0
+        while not stop.is_set():
+            k += 1
+            await asyncio.sleep(max(0.0, start + k * TICK_S - loop.time()))
+            for outq, messages in list(self.slots[k % SLOTS].items()):
+                for m in messages:
+                    outq.put_nowait(m)
+
+
 async def _agent(target: str, device_id: str, msgs: Messages, phase_s: float, stop: asyncio.Event,
-                 counts: dict[str, int], welcomed: set[str]) -> None:
+                 counts: dict[str, int], welcomed: set[str], ticker: Ticker) -> None:
     """One agent: a session, and another after a jittered backoff whenever one ends (as the real agent does)."""
     attempt = 0
     while not stop.is_set():
         try:
-            await _session(target, device_id, msgs, phase_s, stop, counts, welcomed)
+            await _session(target, device_id, msgs, phase_s, stop, counts, welcomed, ticker)
             attempt = 0
-        except grpc.aio.AioRpcError:
+        except grpc.aio.AioRpcError as e:
             attempt += 1
             counts["failed"] += 1
+            why = f"{e.code().name}: {e.details()}"
+            if why not in reasons:   # each distinct reason once, on stderr
+                reasons.add(why)
+                print(f"{device_id}: session failed: {why}", file=sys.stderr, flush=True)
         if not stop.is_set():
             delay = min(10.0, 0.5 * 2 ** min(attempt, 5))
             try:
@@ -96,7 +132,7 @@ async def _agent(target: str, device_id: str, msgs: Messages, phase_s: float, st
 
 
 async def _session(target: str, device_id: str, msgs: Messages, phase_s: float, stop: asyncio.Event,
-                   counts: dict[str, int], welcomed: set[str]) -> None:
+                   counts: dict[str, int], welcomed: set[str], ticker: Ticker) -> None:
     outq: asyncio.Queue[bytes | None] = asyncio.Queue()
 
     async def out() -> Any:
@@ -118,10 +154,16 @@ async def _session(target: str, device_id: str, msgs: Messages, phase_s: float, 
         welcomed.add(device_id)
         w = first.welcome
         beat_in_batch = w.folded_heartbeats and w.columns
-
-        async def answer() -> None:
-            while True:
-                msg = await call.read()
+        slot = ticker.add(phase_s, outq, (msgs.folded_bytes,) if beat_in_batch else (msgs.batch_v1, msgs.heartbeat))
+        ended = asyncio.ensure_future(stop.wait())
+        try:
+            while True:   # answer set_mode commands until the session or the load ends
+                read = asyncio.ensure_future(call.read())
+                await asyncio.wait({read, ended}, return_when=asyncio.FIRST_COMPLETED)
+                if not read.done():
+                    read.cancel()
+                    return
+                msg = read.result()
                 if msg is grpc.aio.EOF:  # type: ignore[attr-defined]
                     return
                 if msg.WhichOneof("kind") != "command" or msg.command.WhichOneof("kind") != "set_mode":
@@ -131,23 +173,10 @@ async def _session(target: str, device_id: str, msgs: Messages, phase_s: float, 
                                 .SerializeToString())
                 outq.put_nowait(agent_pb2.AgentMessage(result=agent_pb2.CommandResult(
                     command_id=cid, ok=True, confirmed_mode=msg.command.set_mode.mode)).SerializeToString())
-
-        reader = asyncio.create_task(answer())
-        try:
-            await asyncio.sleep(phase_s)
-            while not stop.is_set():
-                if beat_in_batch:
-                    outq.put_nowait(msgs.folded_bytes)
-                else:
-                    outq.put_nowait(msgs.batch_v1)
-                    outq.put_nowait(msgs.heartbeat)
-                try:
-                    await asyncio.wait_for(stop.wait(), 1.0)
-                except asyncio.TimeoutError:
-                    pass
         finally:
+            ticker.remove(slot, outq)
+            ended.cancel()
             outq.put_nowait(None)
-            reader.cancel()
 
 
 def run_agents(target: str, first: int, n: int) -> None:
@@ -159,10 +188,11 @@ def run_agents(target: str, first: int, n: int) -> None:
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        tasks = []
+        ticker = Ticker()
+        tasks = [asyncio.create_task(ticker.run(stop))]
         for i in range(first, first + n):
             tasks.append(asyncio.create_task(_agent(target, f"bench-{i:05d}", msgs[MODELS[i % 3]],
-                                                    (i * 0.618) % 1.0, stop, counts, welcomed)))
+                                                    (i * 0.618) % 1.0, stop, counts, welcomed, ticker)))
             if i % 10 == 9:
                 await asyncio.sleep(10 / CONNECT_RATE)   # dial in waves: CONNECT_RATE agents a second per process
         done = asyncio.Event()

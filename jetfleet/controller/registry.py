@@ -92,12 +92,16 @@ class Registry:
         self.store, self.config, self.metrics = store, config, metrics
         self.clock, self.wall = clock, wall
         self.devices: dict[str, LiveDevice] = {}
+        # What the gauges say, moved board by board (a full recount on every hello is quadratic in a fleet
+        # coming up): each board's (model, state) as exported, and the boards per (model, state).
+        self._exported: dict[str, tuple[str, str]] = {}
+        self._counts: dict[tuple[str, str], int] = {}
 
     async def load(self) -> None:
         """Read the known boards from the store (all offline until their agents dial in)."""
         for rec in await asyncio.to_thread(self.store.list_devices):
             self.devices[rec.device_id] = LiveDevice(rec, catalog_from_dict(rec.catalog))
-        self._update_gauges()
+        self._update_gauges(*self.devices.values())
         log.info("registry loaded %d boards from %s", len(self.devices), self.store.url)
 
     # --- sessions --------------------------------------------------------------------------------
@@ -131,7 +135,7 @@ class Registry:
         live.speed = board.speed if board.emulated else 1.0
         host = f"[{peer_host}]" if ":" in peer_host else peer_host
         live.metrics_address = f"{host}:{hello.metrics_port}" if hello.metrics_port and peer_host else ""
-        self._update_gauges()
+        self._update_gauges(live)
         log.info("board %s (%s, serial %s) online", device_id, catalog.model, board.serial)
         return live.session
 
@@ -146,7 +150,7 @@ class Registry:
         live.session = None
         live.record.last_seen_s = self.wall()
         self.metrics.board_offline(session.device_id, live.catalog.model)
-        self._update_gauges()
+        self._update_gauges(live)
         log.info("board %s offline: %s", session.device_id, reason)
         try:
             await asyncio.to_thread(self.store.upsert_device, live.record)
@@ -166,7 +170,7 @@ class Registry:
         if self.devices.get(device_id) is live and not live.online:
             del self.devices[device_id]
             self.metrics.board_forgotten(device_id)
-        self._update_gauges()
+        self._update_gauges(live)
         log.info("board %s forgotten", device_id)
 
     async def reap(self, lag_s: float = 0.0) -> list[str]:
@@ -235,16 +239,31 @@ class Registry:
         """Every board (of ``model``), by id."""
         return [d for k, d in sorted(self.devices.items()) if not model or d.catalog.model == model]
 
-    def _update_gauges(self) -> None:
-        self.metrics.agents.clear()
-        counts: dict[tuple[str, str], int] = {}
-        for d in self.devices.values():
-            key = (d.catalog.model, "online" if d.online else "offline")
-            counts[key] = counts.get(key, 0) + 1
-        for (model, state), n in counts.items():
-            self.metrics.agents.labels(model, state).set(n)
-        for device_id, d in self.devices.items():
-            self.metrics.board_online.labels(device_id, d.catalog.model).set(1 if d.online else 0)
+    def _update_gauges(self, *lives: LiveDevice) -> None:
+        """Move the series of the given boards: each one's online state, and the per-model counts it leaves and
+        joins (a count that reaches 0 goes, as a forgotten board's state does)."""
+        for d in lives:
+            dev = d.record.device_id
+            known = self.devices.get(dev) is d
+            new = (d.catalog.model, "online" if d.online else "offline") if known else None
+            if known:
+                self.metrics.board_online.labels(dev, d.catalog.model).set(1 if d.online else 0)
+            old = self._exported.get(dev)
+            if old == new:
+                continue
+            for key, delta in ((old, -1), (new, 1)):
+                if key is None:
+                    continue
+                n = self._counts[key] = self._counts.get(key, 0) + delta
+                if n > 0:
+                    self.metrics.agents.labels(*key).set(n)
+                else:
+                    del self._counts[key]
+                    self.metrics.agents.remove(*key)
+            if new is None:
+                del self._exported[dev]
+            else:
+                self._exported[dev] = new
 
     def close_all(self) -> None:
         """End every session (the controller is stopping)."""

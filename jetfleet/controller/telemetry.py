@@ -5,6 +5,7 @@ relayed to Prometheus and handed to the operators watching that board. The devic
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -12,7 +13,7 @@ from jetfleet.controller.columns_check import check_columns
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.shared.catalog import Catalog
-from jetfleet.shared.columns import last_total_w, samples_from_columns
+from jetfleet.shared.columns import column, last_total_w, samples_from_columns
 from jetfleet.shared.convert import check_samples
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.proto import agent_pb2, common_pb2
@@ -29,10 +30,14 @@ class _Board:
     chunks: deque[tuple[_Chunk, int]] = field(default_factory=deque)   # (batch, its samples), oldest first
     held: int = 0                                                      # samples in ``chunks``
     last_sample: common_pb2.TelemetrySample | None = None              # cached: the newest sample as a message
+    lowest_w: float = math.inf                                         # the lowest board power it has reported
+    last_w: float | None = None                                        # the newest sample's board power
     watchers: set[asyncio.Queue[common_pb2.TelemetrySample | None]] = field(default_factory=set)
 
     def add(self, chunk: _Chunk, n: int) -> None:
         """Keep a batch; drop the oldest batches that lie wholly outside the last ``limit`` samples."""
+        low = min(s.total_w for s in chunk) if isinstance(chunk, list) else min(column(chunk, "total_w"))
+        self.lowest_w = min(self.lowest_w, low)
         self.chunks.append((chunk, n))
         self.held += n
         self.last_sample = None
@@ -92,7 +97,7 @@ class TelemetryHub:
                     if q.qsize() < MAX_WATCH_QUEUE:
                         q.put_nowait(s)
         if n_samples + n_cols:
-            newest_w = last_total_w(cols) if n_cols else batch.samples[-1].total_w
+            newest_w = board.last_w = last_total_w(cols) if n_cols else batch.samples[-1].total_w
             # not a cached child: the registry removes an offline board's series, a cached child would stay detached
             self.metrics.board_power.labels(device_id, catalog.model).set(newest_w)
             self.metrics.telemetry_samples.labels(device_id).inc(n_samples + n_cols)
@@ -106,6 +111,16 @@ class TelemetryHub:
         """The newest sample of a board, or None if it never sent one."""
         board = self._boards.get(device_id)
         return board.last if board else None
+
+    def last_w(self, device_id: str) -> float | None:
+        """The newest sample's board power (W), or None if it never sent one (no sample is built for it)."""
+        board = self._boards.get(device_id)
+        return board.last_w if board else None
+
+    def lowest_w(self, device_id: str) -> float:
+        """The lowest board power (W) a board has reported since the controller started (inf before any)."""
+        board = self._boards.get(device_id)
+        return board.lowest_w if board else math.inf
 
     def window(self, device_id: str) -> list[common_pb2.TelemetrySample]:
         """The board's rolling window, oldest first."""

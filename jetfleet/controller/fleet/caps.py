@@ -61,11 +61,11 @@ class FleetCaps:
         views = {}
         for d in self.registry.list():
             dev = d.record.device_id
-            low = min((s.total_w for s in self.telemetry.window(dev)), default=math.inf)
+            low = self.telemetry.lowest_w(dev)   # kept at ingest: no window is expanded here, once a tick per board
             if low < self._idle.get(dev, math.inf):
                 self._idle[dev] = low
-            last = self.telemetry.last(dev)
-            views[dev] = BoardView(dev, d.record.model, d.online, last.total_w if last is not None and d.online else 0.0,
+            last_w = self.telemetry.last_w(dev)
+            views[dev] = BoardView(dev, d.record.model, d.online, last_w if last_w is not None and d.online else 0.0,
                                    self.idle_w(dev))
         self._views = views
         return views

@@ -80,9 +80,9 @@ class FleetQueue:
                 continue
             dev = d.record.device_id
             holder = self.jobs.holder(dev)
-            last = self.caps.telemetry.last(dev)
+            last_w = self.caps.telemetry.last_w(dev)
             if holder is not None and holder not in fleet_ids:   # other work: its draw counts, it is not placed on
-                out.append(Board(dev, d.record.model, last.total_w if last is not None else 0.0, available=False))
+                out.append(Board(dev, d.record.model, last_w if last_w is not None else 0.0, available=False))
             else:
                 out.append(Board(dev, d.record.model, self.caps.idle_w(dev)))
         return out
