@@ -86,6 +86,10 @@ class CampaignManager:
         """The boards profiling now."""
         return set(self._busy)
 
+    def profiling(self, device_id: str) -> bool:
+        """True while a campaign profiles on the board (``busy`` without copying it: asked per board per tick)."""
+        return device_id in self._busy
+
     def release(self, device_id: str) -> None:
         """End a job's reservation of a board."""
         self._held.discard(device_id)

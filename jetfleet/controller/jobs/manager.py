@@ -114,7 +114,7 @@ class JobManager:
         """The job holding a board, '' for a campaign profiling on it, None when it is free."""
         if device_id in self._held:
             return self._held[device_id]
-        return "" if device_id in self.campaigns.busy() else None
+        return "" if self.campaigns.profiling(device_id) else None
 
     def release(self, device_id: str, job_id: str) -> None:
         """A job lets go of a board."""
