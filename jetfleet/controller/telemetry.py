@@ -13,7 +13,7 @@ from jetfleet.controller.columns_check import check_columns
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.shared.catalog import Catalog
-from jetfleet.shared.columns import column, last_total_w, samples_from_columns
+from jetfleet.shared.columns import column, samples_from_columns
 from jetfleet.shared.convert import check_samples
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.proto import agent_pb2, common_pb2
@@ -34,15 +34,17 @@ class _Board:
     last_w: float | None = None                                        # the newest sample's board power
     watchers: set[asyncio.Queue[common_pb2.TelemetrySample | None]] = field(default_factory=set)
 
-    def add(self, chunk: _Chunk, n: int) -> None:
-        """Keep a batch; drop the oldest batches that lie wholly outside the last ``limit`` samples."""
-        low = min(s.total_w for s in chunk) if isinstance(chunk, list) else min(column(chunk, "total_w"))
-        self.lowest_w = min(self.lowest_w, low)
+    def add(self, chunk: _Chunk, n: int) -> float:
+        """Keep a non-empty batch; drop the oldest batches that lie wholly outside the last ``limit`` samples.
+        Returns the batch's newest board power."""
+        totals = [s.total_w for s in chunk] if isinstance(chunk, list) else column(chunk, "total_w")
+        self.lowest_w, self.last_w = min(self.lowest_w, *totals), totals[-1]
         self.chunks.append((chunk, n))
         self.held += n
         self.last_sample = None
         while self.chunks and self.held - self.chunks[0][1] >= self.limit:
             self.held -= self.chunks.popleft()[1]
+        return totals[-1]
 
     @property
     def last(self) -> common_pb2.TelemetrySample | None:
@@ -86,10 +88,11 @@ class TelemetryHub:
         if batch.HasField("columns"):
             n_cols = check_columns(cols, catalog)
         board = self._board(device_id)
+        newest_w = 0.0
         if n_samples:
-            board.add(list(batch.samples), n_samples)
+            newest_w = board.add(list(batch.samples), n_samples)
         if n_cols:
-            board.add(cols, n_cols)
+            newest_w = board.add(cols, n_cols)
         if board.watchers and n_samples + n_cols:
             fresh = list(batch.samples) + (samples_from_columns(cols) if n_cols else [])
             for q in board.watchers:
@@ -97,7 +100,6 @@ class TelemetryHub:
                     if q.qsize() < MAX_WATCH_QUEUE:
                         q.put_nowait(s)
         if n_samples + n_cols:
-            newest_w = board.last_w = last_total_w(cols) if n_cols else batch.samples[-1].total_w
             # not a cached child: the registry removes an offline board's series, a cached child would stay detached
             self.metrics.board_power.labels(device_id, catalog.model).set(newest_w)
             self.metrics.telemetry_samples.labels(device_id).inc(n_samples + n_cols)

@@ -57,16 +57,6 @@ def column(cols: pb.SampleColumns, name: str) -> list[float]:
     return column_values(cols)[i * n:(i + 1) * n].tolist()
 
 
-def last_total_w(cols: pb.SampleColumns) -> float:
-    """Board power (W) of the newest sample of a (checked, non-empty) block."""
-    n = cols.samples
-    value = array("d")
-    value.frombytes(cols.values[8 * (2 * n - 1):8 * 2 * n])
-    if _SWAP:
-        value.byteswap()
-    return value[0]
-
-
 def samples_from_columns(cols: pb.SampleColumns, start: int = 0) -> list[pb.TelemetrySample]:
     """The samples of a (checked) block from index ``start``, as wire TelemetrySamples."""
     n, rails, temps = cols.samples, list(cols.rails), list(cols.temps)

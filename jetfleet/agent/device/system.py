@@ -62,12 +62,11 @@ class SystemCommands:
         except BaseException:
             _kill_group(proc)
             raise
-        p = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-        log.debug("%s -> %d %s %s", " ".join(argv), p.returncode, p.stdout.strip(), p.stderr.strip())
-        result = CommandResult(p.returncode, p.stdout, p.stderr)
-        if check and p.returncode != 0:
-            said = (p.stderr.strip() or p.stdout.strip()).splitlines()
-            raise DeviceError(f"{' '.join(argv)} failed (exit {p.returncode}): {said[-1] if said else 'no output'}",
+        log.debug("%s -> %d %s %s", " ".join(argv), proc.returncode, out.strip(), err.strip())
+        result = CommandResult(proc.returncode, out, err)
+        if check and proc.returncode != 0:
+            said = (err.strip() or out.strip()).splitlines()
+            raise DeviceError(f"{' '.join(argv)} failed (exit {proc.returncode}): {said[-1] if said else 'no output'}",
                               field=argv[0])
         return result
 
