@@ -50,12 +50,13 @@ def main() -> None:
     server.stop()
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     cm = ControllerMetrics()
-    for i in range(n):
-        cm.board_power.labels(f"bench-{i:04d}", ("agx-orin", "agx-xavier", "orin-nano")[i % 3]).set(20.0 + i % 30)
-    for model in ("agx-orin", "agx-xavier", "orin-nano"):
+    models = ("agx-orin", "agx-xavier", "orin-nano")
+    for i in range(n):   # each board as a batch leaves it: power, samples, online
+        series = cm.telemetry.board(f"bench-{i:04d}", models[i % 3])
+        series.power_w, series.samples = 20.0 + i % 30, 10
+        cm.board_online.labels(f"bench-{i:04d}", models[i % 3]).set(1)
+    for model in models:
         cm.agents.labels(model, "online").set(n // 3)
-        cm.board_online.labels(f"bench-{i:04d}", ("agx-orin", "agx-xavier", "orin-nano")[i % 3]).set(1)
-        cm.telemetry_samples.labels(f"bench-{i:04d}").inc(10)
     server = MetricsServer(cm.registry, MetricsHttpConfig(address="127.0.0.1")).start()
     p50, p99, size = scrape_stats(server.port, 100)
     print(f"controller /metrics with {n} boards: {size} bytes ({size / n:.0f} per board), scrape p50 {p50:.1f} ms, "

@@ -108,3 +108,19 @@ def test_fleet_jobs_are_refused_without_a_cap_or_a_model_then_placed_paced_and_d
     assert sum(j.mean_power_w for j in done) <= 22.0 * 1.01
     assert all(s.reason.startswith("fleet: ") for j in done for s in j.steps)
     assert lab.lab.controller.fleet_queue.sched.running == {}
+
+
+def test_with_a_cap_and_no_fleet_job_the_fleet_loop_keeps_the_labs_power_gauge_current(lab):
+    as_json(lab, "fleet", "cap", "set", "40W")
+    metrics = lab.lab.controller.metrics.registry
+
+    def lab_w() -> float:
+        return metrics.get_sample_value("jetfleet_fleet_power_watts", {"group": "lab"}) or 0.0
+
+    both = lab_w()
+    assert both > 0
+    gone = lab.lab.agents[1]
+    lab.call(gone.stop())
+    lab.wait(lambda: not lab.online(gone.device_id), 10, "the board offline")
+    # no operator call from here: only the fleet loop's look at the boards can move the gauge
+    lab.wait(lambda: 0 < lab_w() < 0.75 * both, 10, "the lab's power without the stopped board")

@@ -18,14 +18,14 @@ from jetfleet.shared.proto import common_pb2
 
 
 @lru_cache(maxsize=1024)
-def _layout_ok(rails: tuple[str, ...], temps: tuple[str, ...], allowed: frozenset[str]) -> bool:
+def layout_ok(rails: tuple[str, ...], temps: tuple[str, ...], allowed: frozenset[str]) -> bool:
     """The rails are the board's, named once each, and the sensors' names are labels, named once each."""
     return (set(rails) <= allowed and len(set(rails)) == len(rails) and len(set(temps)) == len(temps)
             and all(label_ok(t) for t in temps))
 
 
 @lru_cache(maxsize=256)
-def _bounds(n: int, nr: int, nt: int, max_w: float, max_cores: int) -> tuple[np.ndarray, np.ndarray]:
+def bounds(n: int, nr: int, nt: int, max_w: float, max_cores: int) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bounds of every number of a block of this layout (``SCALARS``, rails, temperatures)."""
     per = {"t_s": (0, MAX_TIMESTAMP_S), "total_w": (0, max_w), "cpu_mhz": (0, MAX_MHZ), "gpu_mhz": (0, MAX_MHZ),
            "mem_mhz": (0, MAX_MHZ), "cores_online": (0, max_cores), "cpu_util": (0, 1), "gpu_util": (0, 1)}
@@ -48,9 +48,9 @@ def check_columns(cols: common_pb2.SampleColumns, catalog: Catalog, field: str =
         raise InvalidArgument(f"{field} names a rail or sensor twice", field=f"{field}.rails")
     if n == 0:
         return 0
-    if _layout_ok(rails, temps, catalog.rail_label_set):
+    if layout_ok(rails, temps, catalog.rail_label_set):
         a = np.frombuffer(cols.values, dtype="<f8")
-        lo, hi = _bounds(n, len(rails), len(temps), power_limit_w(catalog.model), catalog.cores[-1])
+        lo, hi = bounds(n, len(rails), len(temps), power_limit_w(catalog.model), catalog.cores[-1])
         cores = a[5 * n:6 * n]
         if ((a >= lo) & (a <= hi)).all() and (np.floor(cores) == cores).all():  # NaN fails every comparison
             return n

@@ -8,10 +8,12 @@ when the board goes offline, so sums over the fleet count only boards that repor
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from jetfleet.shared.concurrency import INFERENCE_LATENCY_BUCKETS_S
@@ -26,11 +28,9 @@ class ControllerMetrics:
         self.agents = Gauge("jetfleet_agents", "Known boards by model and state", ["board_model", "state"], registry=r)
         self.board_online = Gauge("jetfleet_board_online", "1 while the board's agent holds a session, 0 while it is "
                                   "offline (until the board is forgotten)", ["device", "board_model"], registry=r)
-        self.telemetry_samples = Counter("jetfleet_telemetry_samples_total", "Telemetry samples ingested, per board",
-                                         ["device"], registry=r)
-        self.telemetry_dropped = Counter("jetfleet_telemetry_dropped_samples_total",
-                                         "Samples a board's agent dropped from its bounded buffer", ["device"],
-                                         registry=r)
+        # a board's power and sample counters move with every batch: plain numbers read at scrape time
+        self.telemetry = TelemetrySeries()
+        r.register(self.telemetry)
         self.rejected = Counter("jetfleet_agent_messages_rejected_total", "Agent messages refused, by message kind "
                                 "and error code", ["kind", "code"], registry=r)
         self.notices_dropped = Counter("jetfleet_agent_notices_dropped_total", "Refusal notices not queued to an "
@@ -56,8 +56,6 @@ class ControllerMetrics:
                                     "predicted and observed", ["device", "source"], registry=r)
         self.decision_error = Gauge("jetfleet_decision_error_ratio", "Last applied decision: predicted / observed",
                                     ["device", "quantity"], registry=r)
-        self.board_power = Gauge("jetfleet_board_power_watts", "Board power relayed from telemetry (online boards)",
-                                 ["device", "board_model"], registry=r)
         self.jobs = Gauge("jetfleet_jobs", "Training jobs by state", ["state"], registry=r)
         self.job_progress = Gauge("jetfleet_job_progress_ratio", "Share of a job's minibatches done",
                                   ["job_id", "workload"], registry=r)
@@ -76,12 +74,12 @@ class ControllerMetrics:
     def board_offline(self, device_id: str, board_model: str) -> None:
         """A board went offline: its live measurements go (a dead board reports nothing), its state says 0."""
         self.board_online.labels(device_id, board_model).set(0)
-        _remove(self.board_power, device_id, board_model)
+        self.telemetry.offline(device_id)
 
     def board_forgotten(self, device_id: str) -> None:
         """A board was forgotten: every series naming it goes."""
-        for metric in (self.board_online, self.board_power, self.telemetry_samples, self.telemetry_dropped,
-                       self.decision_time, self.decision_power, self.decision_error):
+        self.telemetry.forget(device_id)
+        for metric in (self.board_online, self.decision_time, self.decision_power, self.decision_error):
             _remove_matching(metric, device=device_id)
 
     def job_moved(self, job_id: str, workload: str, stage: str, t_s: float) -> None:
@@ -112,6 +110,74 @@ def _remove_matching(metric: Gauge | Counter, **match: str) -> None:
               if all(s.labels.get(k) == v for k, v in match.items())}
     for values in series:
         _remove(metric, *values)
+
+
+@dataclass(eq=False)
+class BoardSeries:
+    """One board's telemetry series, moved by the event loop with every batch (plain attributes, no lock: a scrape
+    reads each number whole) and read by ``TelemetrySeries.collect`` in the metrics server's thread."""
+
+    model: str
+    created: float                 # Unix time of the board's first batch (the counters' _created)
+    power_w: float | None = None   # the newest sample's board power; None while the board is offline
+    samples: int = 0
+    dropped: int = 0
+
+
+class TelemetrySeries(Collector):
+    """Per-board telemetry: ``jetfleet_board_power_watts`` (online boards only), ``jetfleet_telemetry_samples_total``
+    and ``jetfleet_telemetry_dropped_samples_total`` (from a board's first batch, at 0, until it is forgotten).
+
+    These move with every batch of every board (thousands a second); a labelled child per update costs more
+    than the rest of a batch's handling (a label lookup under a lock, a lock per set/inc), so the numbers are
+    attributes of one object per board and become series only when Prometheus scrapes."""
+
+    def __init__(self) -> None:
+        self.boards: dict[str, BoardSeries] = {}
+
+    def board(self, device_id: str, board_model: str) -> BoardSeries:
+        """The board's series (created at its first batch)."""
+        series = self.boards.get(device_id)
+        if series is None:
+            series = self.boards[device_id] = BoardSeries(board_model, time.time())
+        else:
+            series.model = board_model
+        return series
+
+    def offline(self, device_id: str) -> None:
+        """The board went offline: its power series goes (a dead board reports nothing); its counters stay."""
+        series = self.boards.get(device_id)
+        if series is not None:
+            series.power_w = None
+
+    def forget(self, device_id: str) -> None:
+        """The board was forgotten: every series naming it goes."""
+        self.boards.pop(device_id, None)
+
+    def describe(self) -> Iterator[Metric]:
+        """The three families' names and types (for the registry's duplicate check), without samples."""
+        return iter(self._families())
+
+    def _families(self) -> tuple[GaugeMetricFamily, CounterMetricFamily, CounterMetricFamily]:
+        return (GaugeMetricFamily("jetfleet_board_power_watts", "Board power relayed from telemetry (online boards)",
+                                  labels=["device", "board_model"]),
+                CounterMetricFamily("jetfleet_telemetry_samples", "Telemetry samples ingested, per board",
+                                    labels=["device"]),
+                CounterMetricFamily("jetfleet_telemetry_dropped_samples", "Samples a board's agent dropped from its "
+                                    "bounded buffer", labels=["device"]))
+
+    def collect(self) -> Iterator[Metric]:
+        """Every board's series as they stand now."""
+        power, samples, dropped = self._families()
+        for device_id, s in list(self.boards.items()):   # one C-level copy: the event loop may add a board meanwhile
+            w = s.power_w
+            if w is not None:
+                power.add_metric([device_id, s.model], w)
+            samples.add_metric([device_id], s.samples, created=s.created)
+            dropped.add_metric([device_id], s.dropped, created=s.created)
+        yield power
+        yield samples
+        yield dropped
 
 
 class InferenceCollector(Collector):

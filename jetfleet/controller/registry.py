@@ -37,6 +37,7 @@ class Session:
     last_seen: float
     closed: bool = False
     dropped_notices: int = 0
+    catalog: Catalog | None = None   # the board's catalog as of this session's hello (a new hello, a new session)
 
     def send(self, msg: agent_pb2.ControllerMessage) -> None:
         """Queue a message to the agent (dropped once the session is closed).
@@ -130,7 +131,8 @@ class Registry:
             live.record, live.catalog = rec, catalog
         if live.session is not None:  # the same board reconnecting: the old stream is dead
             live.session.close()
-        live.session = Session(uuid.uuid4().hex, device_id, board.serial, asyncio.Queue(), self.clock())
+        live.session = Session(uuid.uuid4().hex, device_id, board.serial, asyncio.Queue(), self.clock(),
+                               catalog=catalog)
         live.instance_id, live.workloads, live.broken_workloads = instance, workloads, broken
         live.speed = board.speed if board.emulated else 1.0
         host = f"[{peer_host}]" if ":" in peer_host else peer_host

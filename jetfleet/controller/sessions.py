@@ -31,6 +31,7 @@ class AgentSessions:
 
     def __init__(self, registry: Registry, telemetry: TelemetryHub, router: CommandRouter) -> None:
         self.registry, self.telemetry, self.router = registry, telemetry, router
+        telemetry.on_refused = self._refused_telemetry   # a deferred batch refused at its flush
 
     async def open(self, first: agent_pb2.AgentMessage, peer: str = "") -> Session:
         """Open a session from its first message, which must be a hello of this protocol version.
@@ -74,6 +75,8 @@ class AgentSessions:
         """Handle a message that needs no waiting (every kind but a command's result) without a coroutine per
         message; False, having done nothing, for a result (``handle`` it)."""
         kind = msg.WhichOneof("kind")
+        if kind != "telemetry":
+            self.telemetry.flush()   # the board's telemetry before anything it sent after it
         if kind == "result":
             return False
         try:
@@ -85,7 +88,8 @@ class AgentSessions:
                     self.registry.heartbeat(session, batch.heartbeat)
                 else:
                     self.registry.touch(session)
-                self.telemetry.ingest(session.device_id, self.registry.get(session.device_id).catalog, batch)
+                self.telemetry.defer(session.device_id, session.catalog or self.registry.get(session.device_id).catalog,
+                                     batch, session)
             elif kind == "heartbeat":
                 self.registry.heartbeat(session, msg.heartbeat)
             elif kind == "ack":
@@ -105,6 +109,10 @@ class AgentSessions:
             self._refused(session, kind or "empty", e)
         return True
 
+    def _refused_telemetry(self, session: object, e: JetfleetError) -> None:
+        assert isinstance(session, Session)
+        self._refused(session, "telemetry", e)
+
     def _refused(self, session: Session, kind: str, e: JetfleetError) -> None:
         metrics = self.registry.metrics
         metrics.rejected.labels(kind, e.code).inc()
@@ -114,6 +122,7 @@ class AgentSessions:
 
     async def close(self, session: Session, reason: str) -> None:
         """Detach a session; if that leaves the board offline, its waiting commands fail now."""
+        self.telemetry.flush()   # what the board sent while it was online is kept
         self.router.drop_session(session)
         self.router.fail_pending(session.device_id, session)  # nothing sent down this stream will be answered
         await self.registry.detach(session, reason)
@@ -125,6 +134,7 @@ class AgentSessions:
         """Boards whose heartbeats stopped go offline; their waiting commands and telemetry watches end now.
 
         ``lag_s``: how late the controller's own reaper ran (``Registry.reap``)."""
+        self.telemetry.flush()
         for device_id in await self.registry.reap(lag_s):
             self.router.fail_pending(device_id)
             self.telemetry.end(device_id)

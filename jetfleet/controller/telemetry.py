@@ -5,20 +5,29 @@ relayed to Prometheus and handed to the operators watching that board. The devic
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from jetfleet.controller.columns_check import check_columns
+import numpy as np
+
+from jetfleet.controller.columns_check import bounds, check_columns, layout_ok
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
-from jetfleet.shared.catalog import Catalog
-from jetfleet.shared.columns import column, samples_from_columns
-from jetfleet.shared.convert import check_samples
-from jetfleet.shared.errors import InvalidArgument
+from jetfleet.shared.bounds import MAX_MAP_ENTRIES
+from jetfleet.shared.catalog import Catalog, power_limit_w
+from jetfleet.shared.columns import SCALARS, column, samples_from_columns
+from jetfleet.shared.convert import MAX_RAILS, check_samples
+from jetfleet.shared.errors import InvalidArgument, JetfleetError
 from jetfleet.shared.proto import agent_pb2, common_pb2
 
 MAX_WATCH_QUEUE = 10_000   # samples queued for one slow watcher before it misses new ones
+FLUSH_S = 0.05              # seconds: deferred batches are checked together (1,000 boards, a batch a second: ~50)
+MAX_DEFERRED_SAMPLES = 200   # larger blocks are checked on their own (and against the batch limit)
+log = logging.getLogger(__name__)
 _Chunk = common_pb2.SampleColumns | list[common_pb2.TelemetrySample]
 
 
@@ -34,17 +43,21 @@ class _Board:
     last_w: float | None = None                                        # the newest sample's board power
     watchers: set[asyncio.Queue[common_pb2.TelemetrySample | None]] = field(default_factory=set)
 
-    def add(self, chunk: _Chunk, n: int) -> float:
+    def add(self, chunk: _Chunk, n: int, lowest_w: float | None = None, newest_w: float | None = None) -> float:
         """Keep a non-empty batch; drop the oldest batches that lie wholly outside the last ``limit`` samples.
-        Returns the batch's newest board power."""
-        totals = [s.total_w for s in chunk] if isinstance(chunk, list) else column(chunk, "total_w")
-        self.lowest_w, self.last_w = min(self.lowest_w, *totals), totals[-1]
+        Returns the batch's newest board power (``lowest_w``/``newest_w``: the batch's, when already known)."""
+        if lowest_w is None or newest_w is None:
+            totals = [s.total_w for s in chunk] if isinstance(chunk, list) else column(chunk, "total_w")
+            lowest_w, newest_w = min(totals), totals[-1]
+        if lowest_w < self.lowest_w:
+            self.lowest_w = lowest_w
+        self.last_w = newest_w
         self.chunks.append((chunk, n))
         self.held += n
         self.last_sample = None
         while self.chunks and self.held - self.chunks[0][1] >= self.limit:
             self.held -= self.chunks.popleft()[1]
-        return totals[-1]
+        return newest_w
 
     @property
     def last(self) -> common_pb2.TelemetrySample | None:
@@ -58,16 +71,67 @@ class _Board:
         return out[-self.limit:]
 
 
+def _log_refused(owner: object, e: JetfleetError) -> None:
+    log.warning("telemetry refused (%s): %s", owner, e.message[:300])
+
+
+def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[float, float] | None]:
+    """Per deferred batch: its columns' (lowest, newest) board power if the block passed the check together with
+    the others of its layout, or None if it must be checked on its own (it failed, or its layout is not one
+    a board of that model may send; ``check_columns`` then names the field)."""
+    out: list[tuple[float, float] | None] = [None] * len(pending)
+    groups: dict[tuple[str, int, frozenset[str], int, tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    for i, p in enumerate(pending):
+        cols, cat = p.batch.columns, p.catalog
+        groups.setdefault((cat.model, cat.cores[-1], cat.rail_label_set, cols.samples, tuple(cols.rails),
+                           tuple(cols.temps)), []).append(i)
+    for (model, max_cores, labels, n, rails, temps), rows in groups.items():
+        width = 8 * n * (len(SCALARS) + len(rails) + len(temps))
+        rows = [i for i in rows if len(pending[i].batch.columns.values) == width]
+        if not rows or n == 0 or n > max_samples or len(rails) > MAX_RAILS or len(temps) > MAX_MAP_ENTRIES \
+                or len(set(rails)) != len(rails) or len(set(temps)) != len(temps) \
+                or not layout_ok(rails, temps, labels):
+            continue
+        block = np.frombuffer(b"".join([pending[i].batch.columns.values for i in rows]), dtype="<f8")
+        block = block.reshape(len(rows), width // 8)
+        lo, hi = bounds(n, len(rails), len(temps), power_limit_w(model), max_cores)
+        cores = block[:, 5 * n:6 * n]
+        good = (((block >= lo) & (block <= hi)).all(axis=1) & (np.floor(cores) == cores).all(axis=1)).tolist()
+        total = block[:, n:2 * n]
+        for i, ok, lowest, newest in zip(rows, good, total.min(axis=1).tolist(), total[:, -1].tolist()):
+            if ok:
+                out[i] = (lowest, newest)
+    return out
+
+
 def _expand(chunk: _Chunk, start: int = 0) -> list[common_pb2.TelemetrySample]:
     return chunk[start:] if isinstance(chunk, list) else samples_from_columns(chunk, start)
 
 
-class TelemetryHub:
-    """Per-board rolling windows of telemetry, the latest sample, and live watchers."""
+class _Pending(NamedTuple):
+    device_id: str
+    catalog: Catalog
+    batch: agent_pb2.TelemetryBatch
+    owner: object   # handed back to ``on_refused`` with the error if the batch is refused
 
-    def __init__(self, config: ControllerConfig, metrics: ControllerMetrics) -> None:
-        self.config, self.metrics = config, metrics
+
+class TelemetryHub:
+    """Per-board rolling windows of telemetry, the latest sample, and live watchers.
+
+    Batches sent as columns arrive through ``defer`` and are checked and kept together, up to ``flush_s``
+    (FLUSH_S) later: the blocks of every board of one layout (board model, rails, sensors, samples per batch) are
+    checked with one vectorised comparison for all of them, so thousands of boards' batches a second cost
+    a few numpy calls per flush instead of per batch. Everything that must see a board's telemetry in
+    order with its other messages flushes first (the agent sessions do before a result, an ack, a report,
+    or a board going offline); the rest (scrapes, ``devices ls``, the fleet loop) may be up to flush_s behind."""
+
+
+    def __init__(self, config: ControllerConfig, metrics: ControllerMetrics, flush_s: float = FLUSH_S) -> None:
+        self.config, self.metrics, self.flush_s = config, metrics, flush_s
         self._boards: dict[str, _Board] = {}
+        self._pending: list[_Pending] = []
+        self._flush_at: asyncio.TimerHandle | None = None
+        self.on_refused: Callable[[object, JetfleetError], None] = _log_refused
 
     def _board(self, device_id: str) -> _Board:
         board = self._boards.get(device_id)
@@ -75,10 +139,39 @@ class TelemetryHub:
             board = self._boards[device_id] = _Board(self.config.telemetry_window)
         return board
 
+    def defer(self, device_id: str, catalog: Catalog, batch: agent_pb2.TelemetryBatch, owner: object) -> None:
+        """Take a batch to be checked and kept at the next flush (within ``flush_s``); a refused one goes to
+        ``on_refused(owner, error)`` then. A batch of sample messages (an agent of protocol 1) is handled now
+        (after what is pending, so a board's batches stay in order), raising if refused."""
+        if batch.samples or not batch.HasField("columns"):
+            self.flush()
+            self.ingest(device_id, catalog, batch)
+            return
+        self._pending.append(_Pending(device_id, catalog, batch, owner))
+        if self._flush_at is None:
+            self._flush_at = asyncio.get_running_loop().call_later(self.flush_s, self.flush)
+
+    def flush(self) -> None:
+        """Check and keep every deferred batch now, in the order they arrived."""
+        if self._flush_at is not None:
+            self._flush_at.cancel()
+            self._flush_at = None
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        outcome = _check_blocks(pending, min(MAX_DEFERRED_SAMPLES, self.config.max_batch_samples))
+        for p, result in zip(pending, outcome):
+            try:
+                if result is None:   # not checked together: the batch's own check says why (or keeps it)
+                    self.ingest(p.device_id, p.catalog, p.batch)
+                else:
+                    self._keep(p.device_id, p.catalog, p.batch, 0, p.batch.columns.samples, result)
+            except JetfleetError as e:
+                self.on_refused(p.owner, e)
+
     def ingest(self, device_id: str, catalog: Catalog, batch: agent_pb2.TelemetryBatch) -> int:
         """Check a batch against the board's catalog and physical bounds (all or none is kept), then keep, relay and
-        fan it out. Per batch: samples sent as columns are checked column by column and kept as they came; the
-        metrics move once per batch."""
+        fan it out now. Samples sent as columns are checked column by column and kept as they came."""
         n_samples, cols = len(batch.samples), batch.columns
         n_cols = cols.samples
         if n_samples + n_cols > self.config.max_batch_samples:
@@ -87,26 +180,31 @@ class TelemetryHub:
         check_samples(batch.samples, catalog)
         if batch.HasField("columns"):
             n_cols = check_columns(cols, catalog)
+        return self._keep(device_id, catalog, batch, n_samples, n_cols, None)
+
+    def _keep(self, device_id: str, catalog: Catalog, batch: agent_pb2.TelemetryBatch, n_samples: int, n_cols: int,
+              powers: tuple[float, float] | None) -> int:
+        """Keep a checked batch, hand it to watchers and move the board's series; ``powers``: the columns'
+        lowest and newest board power, when the check already read them."""
         board = self._board(device_id)
+        cols = batch.columns
         newest_w = 0.0
         if n_samples:
             newest_w = board.add(list(batch.samples), n_samples)
         if n_cols:
-            newest_w = board.add(cols, n_cols)
+            newest_w = board.add(cols, n_cols, *(powers or (None, None)))
         if board.watchers and n_samples + n_cols:
             fresh = list(batch.samples) + (samples_from_columns(cols) if n_cols else [])
             for q in board.watchers:
                 for s in fresh:
                     if q.qsize() < MAX_WATCH_QUEUE:
                         q.put_nowait(s)
-        if n_samples + n_cols:
-            # not a cached child: the registry removes an offline board's series, a cached child would stay detached
-            self.metrics.board_power.labels(device_id, catalog.model).set(newest_w)
-            self.metrics.telemetry_samples.labels(device_id).inc(n_samples + n_cols)
-            # inc(0) too: a board's dropped-samples series exists (at 0) from its first samples, as Prometheus expects
-            self.metrics.telemetry_dropped.labels(device_id).inc(batch.dropped)
-        elif batch.dropped:
-            self.metrics.telemetry_dropped.labels(device_id).inc(batch.dropped)
+        if n_samples + n_cols or batch.dropped:
+            series = self.metrics.telemetry.board(device_id, catalog.model)
+            series.dropped += batch.dropped   # += 0 too: the series exists (at 0) from a board's first samples
+            if n_samples + n_cols:
+                series.power_w = newest_w
+                series.samples += n_samples + n_cols
         return n_samples + n_cols
 
     def last(self, device_id: str) -> common_pb2.TelemetrySample | None:

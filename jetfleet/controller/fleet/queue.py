@@ -170,6 +170,12 @@ class FleetQueue:
     async def tick(self) -> None:
         """One window of the aggregate loop: observe, and step the running fleet jobs down or up."""
         async with self.lock:
+            if not self.sched.running and not self.sched.queue:
+                # nothing to schedule: only the caps' gauges need a fresh look at the boards, and only if a cap is set
+                self.rows = {}
+                if self.caps.caps():
+                    self.caps.refresh()
+                return
             self._sync()
             if not self.sched.running or not math.isfinite(self.sched.cap_w):
                 self.rows = {}
