@@ -56,3 +56,34 @@ def test_a_missing_or_failing_tool_is_an_error_naming_it(tmp_path):
     with pytest.raises(DeviceError, match=r"systemctl start nvfancontrol failed \(exit 5\): Unit nvfancontrol"):
         SystemCommands(path=path, timeout_s=20).run(["systemctl", "start", "nvfancontrol"])
     assert SystemCommands(path=path, timeout_s=20).run(["systemctl", "start", "x"], check=False).returncode == 5
+
+
+def _count_forks():
+    """A C-level fork handler (as gRPC registers) counting the forks of this process: the list grows by one per
+    fork (checked: it failed the test below with the old fork-based runner on CPython 3.8). Registered once per
+    process (there is no unregistering)."""
+    import ctypes
+
+    global _FORKS
+    if "_FORKS" not in globals():
+        calls: list[int] = []
+        handler = ctypes.CFUNCTYPE(None)(lambda: calls.append(1))
+        libc = ctypes.CDLL(None)
+        # glibc: pthread_atfork is a static stub over the exported __register_atfork(prepare, parent, child, dso)
+        register = getattr(libc, "pthread_atfork", None) or getattr(libc, "__register_atfork")
+        register.argtypes = None
+        assert (register(handler, None, None, None) if register.__name__ == "__register_atfork"
+                else register(handler, None, None)) == 0
+        _FORKS = (calls, handler)   # the handler must outlive the process's every fork
+    return _FORKS[0]
+
+
+def test_a_tool_is_started_without_a_fork_so_no_librarys_fork_handler_runs(tmp_path):
+    """gRPC's fork handlers wait for its threads: a fork while the agent's channel was busy could wait forever
+    (grpc/grpc#37259; seen here on CPython 3.8 with grpcio 1.70). Tools are spawned, never forked."""
+    forks = _count_forks()
+    path = tool(tmp_path, "nvpmodel", "echo ok\n")
+    before = len(forks)
+    assert SystemCommands(path=path, timeout_s=20).run(["nvpmodel", "-q"]).stdout == "ok\n"
+    # (on CPython 3.8 the previous subprocess.Popen forked: this failed there; 3.10+ Popen uses vfork)
+    assert len(forks) == before, "running a tool forked this process"

@@ -82,7 +82,7 @@ def controller_serve(listen: str, store: str, metrics_port: int | None, metrics_
         raise click.UsageError(f"the controller needs Python 3.11 or newer (this is {sys.version.split()[0]}); "
                                "a board runs only the agent")
     from jetfleet.controller.config import ControllerConfig
-    from jetfleet.controller.server import Controller
+    from jetfleet.controller.server import Controller, tune_gc
 
     config = ControllerConfig(listen=listen, store=store, metrics_port=metrics_port, metrics_address=metrics_address,
                               metrics_tls_cert=metrics_tls_cert, metrics_tls_key=metrics_tls_key,
@@ -94,6 +94,7 @@ def controller_serve(listen: str, store: str, metrics_port: int | None, metrics_
     async def main(stop: asyncio.Event) -> None:
         ctl = Controller(config)
         port = await ctl.start()
+        tune_gc()
         click.echo(f"controller listening on {listen.rpartition(':')[0]}:{port} "
                    f"({'mutual TLS' if ctl.tls else 'plaintext'}), store {ctl.store.url}"
                    + (f", metrics on {ctl.metrics_url}" if ctl.metrics_url else ""))

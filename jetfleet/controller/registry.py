@@ -123,8 +123,7 @@ class Registry:
         now = self.wall()
         rec = DeviceRecord(device_id, catalog.model, board.serial, dict(board.software), catalog.to_dict(),
                            board.emulated, str(mode) if mode else "", live.record.first_seen_s if live else now, now)
-        await asyncio.to_thread(self.store.upsert_device, rec)
-        await asyncio.to_thread(self.store.append_event, Event(device_id, now, "online", board.serial))
+        await asyncio.to_thread(self._record_online, rec, Event(device_id, now, "online", board.serial))
         if live is None:
             live = self.devices[device_id] = LiveDevice(rec, catalog)
         else:
@@ -140,6 +139,11 @@ class Registry:
         self._update_gauges(live)
         log.info("board %s (%s, serial %s) online", device_id, catalog.model, board.serial)
         return live.session
+
+    def _record_online(self, rec: DeviceRecord, event: Event) -> None:
+        """The board's record, then its online event (one trip to a store thread per hello)."""
+        self.store.upsert_device(rec)
+        self.store.append_event(event)
 
     async def detach(self, session: Session, reason: str) -> None:
         """Close a session; the board goes offline if it was its current one.

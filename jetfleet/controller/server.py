@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import json
 import logging
 import resource
@@ -43,6 +44,22 @@ def split_address(address: str, field: str = "listen") -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise InvalidArgument(f"{field} {address!r}: expected HOST:PORT with a port 0..65535", field=field)
     return host.strip("[]"), int(port)
+
+
+GC_GEN0 = 50_000   # allocations between collections of the youngest generation (CPython's default: 700)
+
+
+def tune_gc() -> None:
+    """Garbage collection for a long-running controller process (called once it has started, not by embedders).
+
+    What start-up built (modules, catalogs, the boards read from the store) is frozen out of the collector's
+    sight, and the youngest generation is collected every GC_GEN0 allocations instead of every 700: with
+    thousands of agents every batch allocates, and at 5,000 agents collections took ~10 % of a core
+    (bench/fleet.py: 84.5 % -> 74.5 % of one core). Cycles are still collected, in fewer, larger passes."""
+    gc.collect()
+    gc.freeze()
+    gen0, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(max(gen0, GC_GEN0), gen1, gen2)
 
 
 class Controller:

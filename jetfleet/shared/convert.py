@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, Sequence
 
 from jetfleet.shared.bounds import (
@@ -55,7 +56,20 @@ def catalog_to_pb(cat: Catalog) -> pb.Catalog:
 
 
 def catalog_from_pb(msg: pb.Catalog) -> Catalog:
-    """A catalog a peer sent, checked for size and sanity before it is believed."""
+    """A catalog a peer sent, checked for size and sanity before it is believed.
+
+    A lab has a few board models and thousands of boards sending the same catalog in every hello: a catalog
+    already checked is recognised by its bytes and the same (immutable) Catalog returned; a refused one is
+    checked again each time it is sent."""
+    return _catalog_of(msg.SerializeToString(deterministic=True))
+
+
+@lru_cache(maxsize=64)
+def _catalog_of(data: bytes) -> Catalog:
+    return _check_catalog(pb.Catalog.FromString(data))
+
+
+def _check_catalog(msg: pb.Catalog) -> Catalog:
     check_id(msg.model, "catalog.model")
     check_text(msg.name, "catalog.name", MAX_NAME_BYTES)
     for knob in ("cores", "cpu_mhz", "gpu_mhz", "mem_mhz"):

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import logging
 import os
+import selectors
 import shutil
 import signal
-import subprocess
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -47,40 +48,112 @@ class SystemCommands:
         if self.path is not None:
             env["PATH"] = self.path
         cmd: list[str] = [exe, *argv[1:]]
-        # Its own session, so a timeout kills everything it started: a tool that leaves a child holding its
-        # output (a daemon started by systemctl, a shell wrapper) would otherwise keep the read waiting forever.
+        # posix_spawn, not fork: a fork runs the atfork handlers of every library loaded, and gRPC's wait for
+        # its own threads (grpc/grpc#37259: with the agent's channel busy, a fork could wait forever; seen on
+        # CPython 3.8 with grpcio 1.70). The tool gets a session of its own, so a timeout kills everything it
+        # started: a tool that leaves a child holding its output (a daemon started by systemctl, a shell
+        # wrapper) would otherwise keep the read waiting forever.
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, env=env, start_new_session=True)
+            pid, pipes = _spawn(cmd, env)
         except OSError as e:
             raise DeviceError(f"cannot run {argv[0]}: {e.strerror}", field=argv[0]) from None
+        deadline = time.monotonic() + self.timeout_s
         try:
-            out, err = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise DeviceError(f"{' '.join(argv)} did not finish within {self.timeout_s:.0f} s", field=argv[0]) from None
+            status = _wait(pid, deadline) if pipes.read_until(deadline) else None
         except BaseException:
-            _kill_group(proc)
+            _kill_group(pid, pipes)
             raise
-        log.debug("%s -> %d %s %s", " ".join(argv), proc.returncode, out.strip(), err.strip())
-        result = CommandResult(proc.returncode, out, err)
-        if check and proc.returncode != 0:
+        if status is None:
+            _kill_group(pid, pipes)
+            raise DeviceError(f"{' '.join(argv)} did not finish within {self.timeout_s:.0f} s", field=argv[0])
+        out, err = pipes.text(0), pipes.text(1)
+        log.debug("%s -> %d %s %s", " ".join(argv), status, out.strip(), err.strip())
+        result = CommandResult(status, out, err)
+        if check and status != 0:
             said = (err.strip() or out.strip()).splitlines()
-            raise DeviceError(f"{' '.join(argv)} failed (exit {proc.returncode}): {said[-1] if said else 'no output'}",
+            raise DeviceError(f"{' '.join(argv)} failed (exit {status}): {said[-1] if said else 'no output'}",
                               field=argv[0])
         return result
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    """SIGKILL ``proc`` and its process group, then reap it without waiting on pipes a stray child may hold."""
+class _Pipes:
+    """The read ends of a tool's stdout and stderr, and what came through them."""
+
+    def __init__(self, fds: tuple[int, int]) -> None:
+        self.fds = fds
+        self.open = set(fds)
+        self.got: dict[int, list[bytes]] = {fd: [] for fd in fds}
+
+    def read_until(self, deadline: float) -> bool:
+        """Read until every writer closed its end (True; each read end is closed then) or ``deadline`` (False)."""
+        with selectors.DefaultSelector() as sel:
+            for fd in self.open:
+                sel.register(fd, selectors.EVENT_READ)
+            while self.open:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                for key, _ in sel.select(left):
+                    data = os.read(key.fd, 65536)
+                    if data:
+                        self.got[key.fd].append(data)
+                    else:
+                        sel.unregister(key.fd)
+                        self.close(key.fd)
+        return True
+
+    def close(self, *fds: int) -> None:
+        for fd in fds or tuple(self.open):
+            if fd in self.open:
+                self.open.discard(fd)
+                os.close(fd)
+
+    def text(self, i: int) -> str:
+        return b"".join(self.got[self.fds[i]]).decode("utf-8", "replace")
+
+
+def _spawn(cmd: list[str], env: dict[str, str]) -> tuple[int, _Pipes]:
+    """Start ``cmd`` in a new session with stdin from /dev/null; its pid and its stdout and stderr."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        pid = os.posix_spawn(cmd[0], cmd, env, setsid=True, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, out_w, 1),
+            (os.POSIX_SPAWN_DUP2, err_w, 2)])
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return pid, _Pipes((out_r, err_r))
+
+
+def _wait(pid: int, deadline: float) -> int | None:
+    """The exit status of ``pid`` (minus the signal that ended it), or None if it is still running at ``deadline``."""
+    delay = 0.0005
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(delay)   # it closed its output and is exiting: polled as subprocess's own wait(timeout) does
+        delay = min(2 * delay, 0.05)
+
+
+def _kill_group(pid: int, pipes: _Pipes) -> None:
+    """SIGKILL the tool's session and reap it; its output is read for at most 5 s more (a child that left the
+    group may still hold it), then no longer."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        pass
+    pipes.read_until(time.monotonic() + 5)
+    pipes.close()
     try:
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:   # a child that left the group still holds a pipe: stop reading it
-        for f in (proc.stdout, proc.stderr):
-            if f is not None:
-                f.close()
-        proc.wait()
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
