@@ -87,3 +87,17 @@ def test_a_tool_is_started_without_a_fork_so_no_librarys_fork_handler_runs(tmp_p
     assert SystemCommands(path=path, timeout_s=20).run(["nvpmodel", "-q"]).stdout == "ok\n"
     # (on CPython 3.8 the previous subprocess.Popen forked: this failed there; 3.10+ Popen uses vfork)
     assert len(forks) == before, "running a tool forked this process"
+
+
+def test_a_tool_runs_without_fork_on_any_python_and_with_sigpipe_at_its_default(tmp_path, monkeypatch):
+    import _posixsubprocess
+
+    def no_fork(*_a, **_k):
+        raise AssertionError("a board tool was started by forking this process")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    monkeypatch.setattr(_posixsubprocess, "fork_exec", no_fork)
+    path = tool(tmp_path, "nvpmodel", f"{shutil.which('grep')} SigIgn /proc/$$/status\n")
+    r = SystemCommands(path=path, timeout_s=20).run(["nvpmodel", "-q"])
+    ignored = int(r.stdout.split()[1], 16)
+    assert not ignored & (1 << (13 - 1)), "SIGPIPE is ignored in the tool (a pipe's writer would not end quietly)"

@@ -33,7 +33,13 @@ def _poison(cols, column: str, i: int, value: float) -> None:
     cols.values = v.tobytes()
 
 
-def test_blocks_of_many_boards_checked_together_keep_the_good_and_refuse_the_bad_by_field():
+def test_blocks_of_many_boards_checked_together_keep_the_good_and_refuse_the_bad_by_field(monkeypatch):
+    from jetfleet.controller import telemetry
+
+    alone: list[int] = []   # blocks checked on their own: only the three bad ones
+    check_alone = telemetry.check_columns
+    monkeypatch.setattr(telemetry, "check_columns", lambda cols, cat, *a: alone.append(1) or check_alone(cols, cat, *a))
+
     async def run() -> None:
         metrics = ControllerMetrics()
         hub = TelemetryHub(ControllerConfig(), metrics, flush_s=3600)   # flushed by hand below
@@ -59,6 +65,7 @@ def test_blocks_of_many_boards_checked_together_keep_the_good_and_refuse_the_bad
                 hub.defer(dev, catalog, agent_pb2.TelemetryBatch(columns=cols), owner=(dev, cols is first))
         assert hub.window("agx-xavier-5") == []    # nothing kept before the flush
         hub.flush()
+        assert len(alone) == 3, "the good blocks were not checked together"
         assert refused == [(("orin-nano-7", False), "telemetry.columns.total_w"),
                            (("agx-xavier-11", True), "telemetry.columns.cores_online"),
                            (("orin-nano-16", False), "telemetry.columns.rails_w")]
@@ -125,5 +132,30 @@ def test_the_batch_a_board_sent_just_before_its_stream_closed_is_kept_before_it_
         assert reg.get_sample_value("jetfleet_telemetry_samples_total", {"device": "raw-last"}) == 5
         assert reg.get_sample_value("jetfleet_board_power_watts", {"device": "raw-last", "board_model": "tx2"}) is None
         assert lt.do(lambda: lt.telemetry.lowest_w("raw-last")) == 7.0
+    finally:
+        lt.close()
+
+
+def test_a_board_that_falls_silent_has_its_last_batch_kept_before_the_reaper_takes_it_offline(tmp_path):
+    lt = LabThread(str(tmp_path / "data"), []).start()
+    try:
+        lt.telemetry.flush_s = 3600   # only going offline can keep the batch in time
+        cat = get_catalog("tx2")
+        samples = [sample(cat, 1.0 + i / 10, total_w=6.0 + i) for i in range(4)]
+
+        async def run() -> RawAgent:
+            agent = RawAgent(lt.address)
+            await agent.open(hello("raw-silent", "tx2"))
+            agent.send(agent_pb2.AgentMessage(telemetry=agent_pb2.TelemetryBatch(
+                columns=columns_from_samples(samples))))
+            return agent   # then nothing: the stream stays open, the heartbeats stop
+
+        agent = lt.call(run(), timeout_s=30)
+        lt.wait(lambda: "raw-silent" in lt.registry.devices and not lt.online("raw-silent"), 30,
+                "the reaper to take the board offline")
+        reg = lt.lab.controller.metrics.registry
+        assert reg.get_sample_value("jetfleet_telemetry_samples_total", {"device": "raw-silent"}) == 4
+        assert reg.get_sample_value("jetfleet_board_power_watts", {"device": "raw-silent", "board_model": "tx2"}) is None
+        lt.call(agent.close(), timeout_s=30)
     finally:
         lt.close()

@@ -97,6 +97,8 @@ class Registry:
         # coming up): each board's (model, state) as exported, and the boards per (model, state).
         self._exported: dict[str, tuple[str, str]] = {}
         self._counts: dict[tuple[str, str], int] = {}
+        # called just before a board goes offline: the telemetry hub keeps what the board sent while online
+        self.before_offline: Callable[[], None] = lambda: None
 
     async def load(self) -> None:
         """Read the known boards from the store (all offline until their agents dial in)."""
@@ -153,6 +155,7 @@ class Registry:
         session.close()
         if live is None or live.session is not session:
             return
+        self.before_offline()
         live.session = None
         live.record.last_seen_s = self.wall()
         self.metrics.board_offline(session.device_id, live.catalog.model)

@@ -32,6 +32,7 @@ class AgentSessions:
     def __init__(self, registry: Registry, telemetry: TelemetryHub, router: CommandRouter) -> None:
         self.registry, self.telemetry, self.router = registry, telemetry, router
         telemetry.on_refused = self._refused_telemetry   # a deferred batch refused at its flush
+        registry.before_offline = telemetry.flush         # a board's batches are kept before it goes offline
 
     async def open(self, first: agent_pb2.AgentMessage, peer: str = "") -> Session:
         """Open a session from its first message, which must be a hello of this protocol version.
@@ -122,7 +123,6 @@ class AgentSessions:
 
     async def close(self, session: Session, reason: str) -> None:
         """Detach a session; if that leaves the board offline, its waiting commands fail now."""
-        self.telemetry.flush()   # what the board sent while it was online is kept
         self.router.drop_session(session)
         self.router.fail_pending(session.device_id, session)  # nothing sent down this stream will be answered
         await self.registry.detach(session, reason)
@@ -134,7 +134,6 @@ class AgentSessions:
         """Boards whose heartbeats stopped go offline; their waiting commands and telemetry watches end now.
 
         ``lag_s``: how late the controller's own reaper ran (``Registry.reap``)."""
-        self.telemetry.flush()
         for device_id in await self.registry.reap(lag_s):
             self.router.fail_pending(device_id)
             self.telemetry.end(device_id)

@@ -122,8 +122,9 @@ class TelemetryHub:
     (FLUSH_S) later: the blocks of every board of one layout (board model, rails, sensors, samples per batch) are
     checked with one vectorised comparison for all of them, so thousands of boards' batches a second cost
     a few numpy calls per flush instead of per batch. Everything that must see a board's telemetry in
-    order with its other messages flushes first (the agent sessions do before a result, an ack, a report,
-    or a board going offline); the rest (scrapes, ``devices ls``, the fleet loop) may be up to flush_s behind."""
+    order with its other messages flushes first (the agent sessions before a result, an ack, a report; the
+    registry just before a board goes offline); the rest (scrapes, ``devices ls``, the fleet loop) may be up
+    to flush_s behind."""
 
 
     def __init__(self, config: ControllerConfig, metrics: ControllerMetrics, flush_s: float = FLUSH_S) -> None:
@@ -159,7 +160,12 @@ class TelemetryHub:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        outcome = _check_blocks(pending, min(MAX_DEFERRED_SAMPLES, self.config.max_batch_samples))
+        outcome: list[tuple[float, float] | None]
+        try:
+            outcome = _check_blocks(pending, min(MAX_DEFERRED_SAMPLES, self.config.max_batch_samples))
+        except Exception:   # a fault of the vectorised check: every batch is checked on its own instead
+            log.exception("checking %d telemetry batches together", len(pending))
+            outcome = [None] * len(pending)
         for p, result in zip(pending, outcome):
             try:
                 if result is None:   # not checked together: the batch's own check says why (or keeps it)
@@ -167,7 +173,13 @@ class TelemetryHub:
                 else:
                     self._keep(p.device_id, p.catalog, p.batch, 0, p.batch.columns.samples, result)
             except JetfleetError as e:
-                self.on_refused(p.owner, e)
+                try:
+                    self.on_refused(p.owner, e)
+                except Exception:
+                    log.exception("telemetry of %s refused (%s); the refusal could not be sent", p.device_id,
+                                  e.message[:200])
+            except Exception:   # one batch's fault loses that batch, never the others or the caller's work
+                log.exception("telemetry batch of %s dropped", p.device_id)
 
     def ingest(self, device_id: str, catalog: Catalog, batch: agent_pb2.TelemetryBatch) -> int:
         """Check a batch against the board's catalog and physical bounds (all or none is kept), then keep, relay and
@@ -247,6 +259,8 @@ class TelemetryHub:
                 q.put_nowait(None)
 
     def forget(self, device_id: str) -> None:
-        """Drop a forgotten board's window and watchers (the registry drops its series)."""
+        """Drop a forgotten board's window, watchers and any batch of it still waiting (the registry drops its
+        series)."""
         self.end(device_id)
+        self._pending = [p for p in self._pending if p.device_id != device_id]
         self._boards.pop(device_id, None)

@@ -117,7 +117,9 @@ def _spawn(cmd: list[str], env: dict[str, str]) -> tuple[int, _Pipes]:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        pid = os.posix_spawn(cmd[0], cmd, env, setsid=True, file_actions=[
+        # SIGPIPE and SIGXFSZ back to their defaults (Python ignores them, and an ignored signal is inherited):
+        # a tool whose reader went away ends quietly, as from a shell
+        pid = os.posix_spawn(cmd[0], cmd, env, setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ), file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, out_w, 1),
             (os.POSIX_SPAWN_DUP2, err_w, 2)])
@@ -135,7 +137,10 @@ def _wait(pid: int, deadline: float) -> int | None:
     """The exit status of ``pid`` (minus the signal that ended it), or None if it is still running at ``deadline``."""
     delay = 0.0005
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:   # reaped by someone else (SIGCHLD ignored by an embedder): its status is lost
+            raise DeviceError(f"the exit status of process {pid} was lost (reaped elsewhere)", field="pid") from None
         if done:
             return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
         if time.monotonic() >= deadline:
@@ -151,9 +156,11 @@ def _kill_group(pid: int, pipes: _Pipes) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    pipes.read_until(time.monotonic() + 5)
-    pipes.close()
     try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
+        pipes.read_until(time.monotonic() + 5)
+    finally:
+        pipes.close()
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
