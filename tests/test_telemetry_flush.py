@@ -87,11 +87,9 @@ def test_a_deferred_batch_is_kept_within_the_flush_interval_with_nothing_else_ha
     async def run() -> None:
         hub = TelemetryHub(ControllerConfig(), ControllerMetrics(), flush_s=0.05)
         catalog, samples = _trace("orin-nano", 3)
+        seen = hub.watch("nano")   # gets every sample kept from now on
         hub.defer("nano", catalog, agent_pb2.TelemetryBatch(columns=columns_from_samples(samples)), owner=None)
-        loop = asyncio.get_running_loop()
-        end = loop.time() + 10
-        while not hub.window("nano") and loop.time() < end:
-            await asyncio.sleep(0.01)
+        assert (await asyncio.wait_for(seen.get(), 10)).t_s == samples[0].t_s
         assert len(hub.window("nano")) == len(samples)
 
     asyncio.run(run())
@@ -108,54 +106,32 @@ def test_a_protocol_1_batch_after_deferred_columns_keeps_the_boards_order():
     asyncio.run(run())
 
 
-def test_the_batch_a_board_sent_just_before_its_stream_closed_is_kept_before_it_goes_offline(tmp_path):
+@pytest.mark.parametrize("how", ["closes its stream", "falls silent (the reaper)"])
+def test_the_last_batch_a_board_sent_is_kept_before_it_goes_offline(tmp_path, how):
     lt = LabThread(str(tmp_path / "data"), []).start()
     try:
-        lt.telemetry.flush_s = 3600   # only the session's close can keep the batch in time
+        lt.telemetry.flush_s = 3600   # only going offline can keep the batch in time
         cat = get_catalog("tx2")
         samples = [sample(cat, 1.0 + i / 10, total_w=7.0 + i) for i in range(5)]
 
-        async def run() -> None:
+        async def run() -> RawAgent:
             agent = RawAgent(lt.address)
             await agent.open(hello("raw-last", "tx2"))
             agent.send(agent_pb2.AgentMessage(telemetry=agent_pb2.TelemetryBatch(
                 columns=columns_from_samples(samples))))
-            agent.send(None)   # the agent ends its stream; the controller then ends the session
-            with pytest.raises(EOFError):
-                while True:
-                    await agent.read()
-            await agent.close()
+            if how == "closes its stream":
+                agent.send(None)   # the agent ends its stream; the controller then ends the session
+                with pytest.raises(EOFError):
+                    while True:
+                        await agent.read()
+            return agent           # falls silent: the stream stays open, the heartbeats stop
 
-        lt.call(run(), timeout_s=30)
+        agent = lt.call(run(), timeout_s=30)
         lt.wait(lambda: "raw-last" in lt.registry.devices and not lt.online("raw-last"), 30, "the board offline")
         reg = lt.lab.controller.metrics.registry
         assert reg.get_sample_value("jetfleet_telemetry_samples_total", {"device": "raw-last"}) == 5
         assert reg.get_sample_value("jetfleet_board_power_watts", {"device": "raw-last", "board_model": "tx2"}) is None
         assert lt.do(lambda: lt.telemetry.lowest_w("raw-last")) == 7.0
-    finally:
-        lt.close()
-
-
-def test_a_board_that_falls_silent_has_its_last_batch_kept_before_the_reaper_takes_it_offline(tmp_path):
-    lt = LabThread(str(tmp_path / "data"), []).start()
-    try:
-        lt.telemetry.flush_s = 3600   # only going offline can keep the batch in time
-        cat = get_catalog("tx2")
-        samples = [sample(cat, 1.0 + i / 10, total_w=6.0 + i) for i in range(4)]
-
-        async def run() -> RawAgent:
-            agent = RawAgent(lt.address)
-            await agent.open(hello("raw-silent", "tx2"))
-            agent.send(agent_pb2.AgentMessage(telemetry=agent_pb2.TelemetryBatch(
-                columns=columns_from_samples(samples))))
-            return agent   # then nothing: the stream stays open, the heartbeats stop
-
-        agent = lt.call(run(), timeout_s=30)
-        lt.wait(lambda: "raw-silent" in lt.registry.devices and not lt.online("raw-silent"), 30,
-                "the reaper to take the board offline")
-        reg = lt.lab.controller.metrics.registry
-        assert reg.get_sample_value("jetfleet_telemetry_samples_total", {"device": "raw-silent"}) == 4
-        assert reg.get_sample_value("jetfleet_board_power_watts", {"device": "raw-silent", "board_model": "tx2"}) is None
         lt.call(agent.close(), timeout_s=30)
     finally:
         lt.close()

@@ -19,9 +19,10 @@ from jetfleet.shared.proto import common_pb2
 
 @lru_cache(maxsize=1024)
 def layout_ok(rails: tuple[str, ...], temps: tuple[str, ...], allowed: frozenset[str]) -> bool:
-    """The rails are the board's, named once each, and the sensors' names are labels, named once each."""
+    """The rails are the board's, named once each, and the sensors' names are labels, named once each and no more
+    of them than a map may hold (so a block of this layout may be checked number by number)."""
     return (set(rails) <= allowed and len(set(rails)) == len(rails) and len(set(temps)) == len(temps)
-            and all(label_ok(t) for t in temps))
+            and len(temps) <= MAX_MAP_ENTRIES and all(label_ok(t) for t in temps))
 
 
 @lru_cache(maxsize=256)

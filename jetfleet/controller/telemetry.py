@@ -17,10 +17,9 @@ import numpy as np
 from jetfleet.controller.columns_check import bounds, check_columns, layout_ok
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
-from jetfleet.shared.bounds import MAX_MAP_ENTRIES
 from jetfleet.shared.catalog import Catalog, power_limit_w
 from jetfleet.shared.columns import SCALARS, column, samples_from_columns
-from jetfleet.shared.convert import MAX_RAILS, check_samples
+from jetfleet.shared.convert import check_samples
 from jetfleet.shared.errors import InvalidArgument, JetfleetError
 from jetfleet.shared.proto import agent_pb2, common_pb2
 
@@ -88,9 +87,7 @@ def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[float
     for (model, max_cores, labels, n, rails, temps), rows in groups.items():
         width = 8 * n * (len(SCALARS) + len(rails) + len(temps))
         rows = [i for i in rows if len(pending[i].batch.columns.values) == width]
-        if not rows or n == 0 or n > max_samples or len(rails) > MAX_RAILS or len(temps) > MAX_MAP_ENTRIES \
-                or len(set(rails)) != len(rails) or len(set(temps)) != len(temps) \
-                or not layout_ok(rails, temps, labels):
+        if not rows or n == 0 or n > max_samples or not layout_ok(rails, temps, labels):
             continue
         block = np.frombuffer(b"".join([pending[i].batch.columns.values for i in rows]), dtype="<f8")
         block = block.reshape(len(rows), width // 8)
@@ -125,7 +122,6 @@ class TelemetryHub:
     order with its other messages flushes first (the agent sessions before a result, an ack, a report; the
     registry just before a board goes offline); the rest (scrapes, ``devices ls``, the fleet loop) may be up
     to flush_s behind."""
-
 
     def __init__(self, config: ControllerConfig, metrics: ControllerMetrics, flush_s: float = FLUSH_S) -> None:
         self.config, self.metrics, self.flush_s = config, metrics, flush_s
