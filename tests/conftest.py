@@ -114,3 +114,36 @@ def store_spec(request, tmp_path):
     server = request.getfixturevalue("redis_server")
     server.flush()
     return server.url
+
+
+# --- the job tests' models: computed once per run (values; each lab saves them into its own store) ---
+@pytest.fixture(scope="session")
+def reference_nets():
+    """A small reference (resnet18 on the Orin Nano's 900-mode grid): a value computed once, saved into each lab."""
+    from jetfleet.controller.powertrain import nn as P
+    from jetfleet.research.powertrain.evaluate import twin_truth
+
+    g = twin_truth("orin-nano", "resnet18", seed=5)
+    return g.modes, P.train_references(g.x, [g.time_ms, g.power_w], epochs=8)
+
+
+@pytest.fixture(scope="session")
+def target_models(reference_nets):
+    """Calibrated mobilenet_v3 models of the Orin Nano from 30 profiled modes, computed once: ``fair`` from the
+    profiles as measured, ``low`` from profiles whose power was scaled to 80% (its choices draw more than their
+    bounds say, so the closed loop has to act), ``quick`` from profiles whose time was scaled to 75% (its choices
+    run slower than their bounds say)."""
+    import numpy as np
+
+    from jetfleet.controller.powertrain.calibrate import fit_calibrated_many
+    from jetfleet.research.powertrain.evaluate import twin_truth
+
+    g = twin_truth("orin-nano", "mobilenet_v3", seed=0)
+    idx = np.random.default_rng(1).choice(len(g.modes), 30, replace=False)
+    modes, (tn, pn) = reference_nets
+    out = {}
+    for name, power_scale, time_scale in (("fair", 1.0, 1.0), ("low", 0.8, 1.0), ("quick", 1.0, 0.75)):
+        ct, cp = (fit_calibrated_many(ref, [(g.x[idx], y[idx])])[0]
+                  for ref, y in ((tn, g.time_ms * time_scale), (pn, g.power_w * power_scale)))
+        out[name] = ([g.modes[i] for i in idx], ct, cp)
+    return out

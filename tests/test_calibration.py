@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from jetfleet.controller.jobs.goals import PowerBudget
 from jetfleet.controller.powertrain.calibrate import Calibration, fit_calibrated
 from jetfleet.controller.powertrain.feedback import Feedback, Observation, power_step
 from jetfleet.controller.powertrain.optimize import Predictions, choose
@@ -62,8 +63,9 @@ def test_the_loop_steps_down_from_a_mode_seen_over_budget_and_rules_out_the_hung
     fb = Feedback(pred)
     first = fb.choose(power_budget_w=12)
     assert power[first.index] > 12                                       # truly over
+    over = PowerBudget(12).over   # the goal's one definition of over the budget
     step = power_step(fb, first.index, float(power[first.index]), float(time[first.index]), budget_w=12,
-                      tolerance_w=0.12, steps_left=3)
+                      over=over(float(power[first.index])), steps_left=3)
     assert step is not None and "over the 12 W budget" in step.reason
     hungrier = np.all(fb.knobs >= fb.knobs[first.index], axis=1)
     assert not fb.allowed[hungrier].any() and step.choice.index not in np.flatnonzero(hungrier)
@@ -71,8 +73,8 @@ def test_the_loop_steps_down_from_a_mode_seen_over_budget_and_rules_out_the_hung
     assert corrected.power_w[first.index] == pytest.approx(power[first.index], rel=0.02)   # learned where it looked
     current, steps = step.choice.index, 1
     while steps < 3:   # the rest of the loop: each window of the truth corrects the model where the board ran
-        nxt = power_step(fb, current, float(power[current]), float(time[current]), budget_w=12, tolerance_w=0.12,
-                         steps_left=3 - steps)
+        nxt = power_step(fb, current, float(power[current]), float(time[current]), budget_w=12,
+                         over=over(float(power[current])), steps_left=3 - steps)
         if nxt is None:
             break
         current, steps = nxt.choice.index, steps + 1

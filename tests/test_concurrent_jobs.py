@@ -13,7 +13,7 @@ from jetfleet.client import OperatorClient
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.proto import operator_pb2 as op
 
-from .test_jobs import install, make_lab, reference_nets, target_models  # noqa: F401 - fixtures
+from .jobs_lab import install, make_lab
 
 BUDGET_MS = 800.0
 
@@ -92,7 +92,9 @@ def test_an_unknown_inference_workload_is_refused_by_the_api(lab):
 def test_the_closed_loop_steps_to_a_faster_mode_when_p95_is_over_the_latency_budget_and_power_allows():
     import numpy as np
 
-    from jetfleet.controller.jobs.loop import ClosedLoop, Point, Window
+    from jetfleet.controller.jobs.goals import PowerBudget
+    from jetfleet.controller.jobs.loop import ClosedLoop
+    from jetfleet.controller.jobs.windows import Point, Window
     from jetfleet.controller.powertrain.feedback import Feedback
     from jetfleet.controller.powertrain.optimize import Predictions
     from jetfleet.shared.catalog import get_catalog
@@ -102,10 +104,10 @@ def test_the_closed_loop_steps_to_a_faster_mode_when_p95_is_over_the_latency_bud
     index = {str(m): i for i, m in enumerate(modes)}
 
     def loop() -> ClosedLoop:
-        return ClosedLoop(Feedback(Predictions(modes, time_ms, power_w)), index, goal="power", power_budget_w=11,
-                          deadline_s=0, minibatches=10_000, max_steps=3, latency_budget_ms=500)
+        return ClosedLoop(PowerBudget(11, latency_budget_ms=500), Feedback(Predictions(modes, time_ms, power_w)), index,
+                          max_steps=3)
 
-    p = Point(0, 0.0, 0.0, str(modes[0]), 0.0)
+    p = Point(100, 30.0, 240.0, str(modes[0]), 0.0)
     w = Window(str(modes[0]), 8.0, 300.0, p, p)
     lp = loop()
     step = lp.on_window(w, p95_ms=650.0)

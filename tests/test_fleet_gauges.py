@@ -95,7 +95,8 @@ def test_idle_power_is_the_lowest_ever_reported_after_the_window_has_moved_on(tm
 
 
 def test_a_board_profiling_for_a_campaign_is_held_by_it_until_the_campaign_ends(tmp_path):
-    """What the fleet queue asks per board per tick: '' (a campaign) while one profiles there, None once it ends."""
+    """What the fleet queue asks per board per tick: the board's lease is the campaign's while it profiles there, and
+    free once it ends."""
     from jetfleet.client import OperatorClient
 
     lt = LabThread(str(tmp_path / "data"), []).start()
@@ -103,12 +104,17 @@ def test_a_board_profiling_for_a_campaign_is_held_by_it_until_the_campaign_ends(
         lt.do(lambda: lt.lab.add_agent("orin-nano", speed=20.0))   # a mode takes ~0.2 s: the campaign runs a while
         lt.call(lt.lab.wait_online(1))
         dev = lt.lab.agents[0].device_id
-        jobs = lt.lab.controller.jobs
-        assert lt.do(lambda: jobs.holder(dev)) is None
+        leases = lt.lab.controller.leases
+
+        def held_by() -> str | None:
+            holder = leases.holder(dev)
+            return None if holder is None else holder.kind
+
+        assert lt.do(held_by) is None
         with OperatorClient(lt.address) as c:
             camp = c.create_campaign(workload="resnet18", modes="random:200", minibatches=40, device_id=dev)
-            lt.wait(lambda: lt.do(lambda: jobs.holder(dev)) == "", 10, "the campaign to hold the board")
+            lt.wait(lambda: lt.do(held_by) == "campaign", 10, "the campaign to hold the board")
             c.cancel_campaign(camp.campaign_id)
-        lt.wait(lambda: lt.do(lambda: jobs.holder(dev)) is None, 10, "the board to be free again")
+        lt.wait(lambda: lt.do(held_by) is None, 10, "the board to be free again")
     finally:
         lt.close()

@@ -5,6 +5,7 @@ import re
 import signal
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from jetfleet.cli.main import cli
@@ -44,6 +45,7 @@ def test_controller_and_agent_processes_talk_and_stop_cleanly_on_sigterm(tmp_pat
     assert os.path.exists(tmp_path / "data/jetfleet.db")
 
 
+@pytest.mark.timeout(900)   # ~65 s idle; four times that with both cores loaded (a hang guard, not a speed target)
 def test_make_demo_story_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the demo writes its Pareto plot to the working directory
     r = CliRunner().invoke(cli, ["lab", "demo"])

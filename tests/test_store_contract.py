@@ -223,11 +223,22 @@ def test_documents_deleted_once_and_durably(store_spec):
     s.close()
 
 
+from jetfleet.controller.store.job_record import (  # noqa: E402 - beside the other job helpers
+    ChoiceRecord,
+    InferenceChoice,
+    JobOptions,
+    RunRecord,
+    StepRecord,
+    StreamSpec,
+    Verdict,
+)
+
+
 def _job(job_id="j1", created=1.0):
     from jetfleet.controller.store import JobRecord
 
     return JobRecord(job_id, "mobilenet_v3", "agx-xavier-1", "agx-xavier", "power", 30.0, 0.0, 5000, created,
-                     options={"confidence": 0.9, "max_steps": 3})
+                     options=JobOptions(confidence=0.9, max_steps=3))
 
 
 def test_jobs_created_once_listed_in_order_and_updated(store_spec):
@@ -240,13 +251,19 @@ def test_jobs_created_once_listed_in_order_and_updated(store_spec):
     assert s.create_job(dup) is False  # a retried submit: the first one stays
     assert [j.job_id for j in s.list_jobs()] == ["j1", "j2"]
     j = s.get_job("j1")
-    assert (j.workload, j.options, j.state, j.steps) == ("mobilenet_v3", {"confidence": 0.9, "max_steps": 3}, "queued", [])
-    j.state, j.run_id, j.minibatches_done, j.energy_j = "running", "job-j1-r1", 10, 55.5
-    j.steps.append({"from_mode": "a", "to_mode": "b", "reason": "over"})
+    assert (j.workload, j.options, j.state, j.steps) == ("mobilenet_v3", JobOptions(confidence=0.9, max_steps=3),
+                                                         "queued", [])
+    j.state, j.run_id, j.minibatches_done, j.energy_j = "running", "j1-r1", 10, 55.5
+    j.steps.append(StepRecord(5.0, 10, "a", "b", "over", 31.0, 90.0, 28.0, 29.5, 95.0, "over", 99.0))
+    j.runs.append(RunRecord("j1-r1", "agx-xavier-1", "i1", 1, 5000, 0, 0.0, 0.0, trained=10))
+    j.choice = ChoiceRecord("a", "fastest under 30 W", 90.0, 95.0, 28.0, 29.9, 26.0, False, 0.9, covered=False,
+                            inference=InferenceChoice(4, 80.0, 10.0, True, "given", 27.0, {"1": 5.0}))
+    j.options.inference = StreamSpec("resnet18", 5.0, [], 5.0, 0.2, 4, 12.5)
+    j.verdict = Verdict(True, False, "mean 31.00 W OVER the 30 W budget", "")
     s.update_job(j)
     got = s.get_job("j1")
-    assert (got.state, got.run_id, got.minibatches_done, got.energy_j, got.steps) == (
-        "running", "job-j1-r1", 10, 55.5, [{"from_mode": "a", "to_mode": "b", "reason": "over"}])
+    assert got == j   # every typed part comes back as it was stored
+    assert got.run is got.runs[0] and got.device_id == "agx-xavier-1"
     s.update_job(_job("ghost"))  # unknown: ignored
     assert s.get_job("ghost") is None
     s.close()

@@ -86,3 +86,47 @@ def test_a_training_stops_when_its_agent_closes():
 
     result = asyncio.run(scenario())
     assert not result.ok and result.error.code == "CANCELLED"
+
+
+def test_a_run_outlives_the_session_that_asked_for_it_and_its_id_sent_again_joins_it_or_gets_its_result():
+    """Issue 24, defect 1: a session's command tasks are cancelled when its stream breaks; the run went on, its result
+    was never remembered, and the id sent again on the next session started a second run (12,000 minibatches
+    trained for a 6,000-minibatch job). The board's own count decides: one run, of exactly its length."""
+    async def scenario():
+        board = EmulatedBoard("agx-orin", 0, speed=400.0)   # 800 x 55 ms / 400: ~0.1 s of wall time
+        ex = CommandExecutor(board)
+        calls = []
+        original = board.run_minibatches
+
+        def counted(*a, **kw):
+            calls.append(a[1])
+            return original(*a, **kw)
+
+        board.run_minibatches = counted
+        first = asyncio.create_task(ex.execute(train("job-r1", 800)))   # asked by session 1
+        await until(lambda: ex.trained.get("job-r1", 0) > 50)
+        first.cancel()                                                   # session 1 ends: its waiter goes away
+        await asyncio.gather(first, return_exceptions=True)
+        while_running = await ex.execute(train("job-r1", 800))          # session 2 sends the same id: joins the run
+        again = await ex.execute(train("job-r1", 800))                  # and once it ended, gets its result
+        return calls, ex.trained["job-r1"], while_running, again
+
+    calls, trained, joined, again = asyncio.run(scenario())
+    assert calls == [800] and trained == 800, (calls, trained)
+    assert joined.ok and len(joined.training.minibatch_times_s) == 800 and again == joined
+
+
+def test_a_run_whose_session_ended_is_remembered_even_if_nobody_waits_for_it_any_more():
+    async def scenario():
+        board = EmulatedBoard("agx-orin", 0, speed=400.0)
+        ex = CommandExecutor(board)
+        first = asyncio.create_task(ex.execute(train("job-r2", 300)))
+        await until(lambda: ex.trained.get("job-r2", 0) > 10)
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        await until(lambda: ex.busy == "", 30)                            # the run ended on its own
+        result = await ex.execute(train("job-r2", 300))                   # answered from memory: no second run
+        return ex.trained["job-r2"], result
+
+    trained, result = asyncio.run(scenario())
+    assert trained == 300 and result.ok and len(result.training.minibatch_times_s) == 300

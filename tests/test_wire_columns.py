@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from jetfleet.controller.campaign_results import BadResult, check_profile_result, profile_record
+from jetfleet.controller.campaigns.results import BadResult, check_profile_result, profile_record
 from jetfleet.controller.columns_check import check_columns
 from jetfleet.shared.catalog import get_catalog
 from jetfleet.shared.columns import columns_from_samples

@@ -12,6 +12,7 @@ time and once at its end."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import uuid
@@ -64,6 +65,9 @@ class CommandExecutor:
         self._running: dict[str, asyncio.Task[agent_pb2.CommandResult]] = {}
         self._cancel: dict[str, threading.Event] = {}
         self._training: set[str] = set()    # training commands running now (their own mode steps go through)
+        # Minibatches this board trained per training command (recent ones): the board's own count of its work,
+        # which the controller's accounting is checked against (exactly once is judged here, on the board).
+        self.trained: OrderedDict[str, int] = OrderedDict()
         self._remembered = remembered
         self.columns = False   # profile results carry their power samples as columns (the controller reads them)
         self._device_lock = asyncio.Lock()  # one board, one thing at a time (cancel and a job's own steps excepted)
@@ -115,18 +119,23 @@ class CommandExecutor:
         cid = cmd.command_id
         if cid in self._results:
             return self._results[cid]
-        if cid in self._running:
-            return await asyncio.shield(self._running[cid])
-        task = asyncio.create_task(self._run(cmd))
-        self._running[cid] = task
-        try:
-            result = await asyncio.shield(task)
-        finally:
-            self._running.pop(cid, None)
-        self._results[cid] = result
+        task = self._running.get(cid)
+        if task is None:
+            # The run belongs to the board, not to the session that asked for it: a session that ends (a stream
+            # break, a controller restart) stops waiting, while the run goes on and its result is remembered when
+            # it ends, so the id sent again joins the run or gets that result. It is never started twice.
+            task = self._running[cid] = asyncio.create_task(self._run(cmd))
+            task.add_done_callback(functools.partial(self._settled, cid))
+        return await asyncio.shield(task)
+
+    def _settled(self, cid: str, task: asyncio.Task[agent_pb2.CommandResult]) -> None:
+        """A run ended: remember its result by id (``_run`` answers every failure with a result)."""
+        self._running.pop(cid, None)
+        if task.cancelled():   # the event loop is closing under it: nothing to remember
+            return
+        self._results[cid] = task.result()
         while len(self._results) > self._remembered:
             self._results.popitem(last=False)
-        return result
 
     async def _run(self, cmd: agent_pb2.Command) -> agent_pb2.CommandResult:
         out = agent_pb2.CommandResult(command_id=cmd.command_id, ok=True)
@@ -266,8 +275,13 @@ class CommandExecutor:
                 msg.inference.CopyFrom(stats.report(now))
             sink(msg)
 
+        metrics = self.metrics
+
         def on_minibatch(i: int, t: float) -> None:
             done[0] = i + 1
+            self.trained[cid] = self.trained.get(cid, 0) + 1
+            if metrics is not None:
+                metrics.count_trained(r.workload)
             if observe:
                 observe(i, t)
             if r.progress_interval_s and self.device.now_s() >= next_report[0]:
@@ -277,6 +291,9 @@ class CommandExecutor:
                 raise Cancelled(f"training cancelled after {i + 1} minibatches", field="command_id")
 
         self._training.add(cid)
+        self.trained[cid] = self.trained.get(cid, 0)
+        while len(self.trained) > self._remembered:
+            self.trained.popitem(last=False)
         times: list[float] = []
 
         def counted(i: int, t: float) -> None:

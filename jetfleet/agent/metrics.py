@@ -34,6 +34,10 @@ class AgentMetrics:
                                    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30), registry=r)
         self.samples = Counter("jetfleet_agent_telemetry_samples_total", "Telemetry samples taken", d,
                                registry=r).labels(device_id)
+        # The board's own count of the training work it did (training commands only, profiles not included): what
+        # the controller's accounting of its jobs is held against (a job's minibatches are trained once)
+        self.trained = Counter("jetfleet_agent_trained_minibatches_total", "Minibatches trained for training commands",
+                               [*d, "workload"], registry=r)
         self._last_t: float | None = None
 
     def observe(self, s: TelemetrySample) -> None:
@@ -56,6 +60,10 @@ class AgentMetrics:
     def set_mode(self, mode: PowerMode) -> None:
         """Publish the board's current mode, its preset name (if any) and the board model."""
         self.mode.info({"mode": str(mode), "preset": self.catalog.preset_name(mode) or "", "board_model": self.catalog.model})
+
+    def count_trained(self, workload: str) -> None:
+        """One minibatch of a training command of ``workload`` was trained."""
+        self.trained.labels(self.device_id, workload).inc()
 
     def observe_minibatch(self, workload: str, seconds: float) -> None:
         """Record one training minibatch's duration (s) of ``workload``."""

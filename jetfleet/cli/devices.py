@@ -81,7 +81,9 @@ def device_text(x: dict[str, Any]) -> str:
              f"first seen: {when(x['first_seen_s'])}",
              f"speed: {x['speed']}" + (" (board time runs ahead of the wall clock)" if x["speed_factor"] is None
                                       or (x["speed_factor"] or 1) > 1 else ""),
-             f"mode: {_mode_cell(x)}"]
+             f"mode: {_mode_cell(x)}",
+             f"held by: {x.get('held_by') or 'nobody (free)'}"
+             + (f"; running {x['busy_command']}" if x.get("busy_command") else "")]
     if "power_w" in x:
         lines.append(f"power: {x['power_w']:.2f} W")
     if x["metrics_address"]:

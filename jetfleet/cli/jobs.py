@@ -32,7 +32,9 @@ def job_dict(job: Any) -> dict[str, Any]:
 
 def job_text(d: dict[str, Any]) -> str:
     """A job dict as text: goal, state, progress, the choice with its bounds, the last window, steps, segments."""
-    lines = [f"job {d['job_id']}: {d['workload']} on {d['target']}, {d['goal']} — {d['state']}",
+    waiting = d.get("waiting_for") or ""
+    lines = [f"job {d['job_id']}: {d['workload']} on {d['target']}, {d['goal']} — {d['state']}"
+             + (f", waiting for {waiting}" if waiting else ""),
              f"  {d['detail']}" if d["detail"] else "",
              f"  {d['minibatches_done']}/{d['minibatches']} minibatches ({d['progress']:.0%}), {duration(d['elapsed_s'])} "
              f"board time, {d['energy_j'] / 1e3:.2f} kJ"
@@ -42,7 +44,7 @@ def job_text(d: dict[str, Any]) -> str:
         lines.append(f"  mode {d['mode']} on {d['device_id'] or '-'}; chosen at {c['predicted_time_ms']:.1f} ms "
                      f"(<= {c['predicted_time_ms_hi']:.1f}), {c['predicted_power_w']:.2f} W (<= "
                      f"{c['predicted_power_w_hi']:.2f} at {c['confidence']:.0%})" + (" AT RISK" if c["at_risk"] else "")
-                     + f"; model {d['model_id']}")
+                     + f"; model {d['model_id']}" + ("" if d.get("covered", True) else " (OUTSIDE its coverage)"))
     if d["observed"]:
         o = d["observed"]
         budget = d["power_budget_w"]
@@ -64,8 +66,14 @@ def job_text(d: dict[str, Any]) -> str:
         lines.append(f"    {inf['served']} served, {inf['late']} late, {inf['dropped']} dropped; last window p50 "
                      f"{ms(inf['p50_ms'])} / p95 {ms(inf['p95_ms'])} / p99 {ms(inf['p99_ms'])} ms, budget "
                      f"{inf['latency_budget_ms']:g} ms on p95" + ("" if inf["latency_kept"] else " — OVER"))
-    if d["state"] in ("done", "failed", "cancelled") or d["steps"] or d["observed"]:
-        lines.append(f"  goal {'kept' if d['goal_kept'] else 'MISSED'}" + (" so far" if d["state"] in ACTIVE else ""))
+    for r in d.get("runs", []) if len(d.get("runs", [])) > 1 else []:
+        lines.append(f"  command {r['run_id']} on {r['device_id']} from minibatch {r['from_minibatch']}: the board "
+                     f"trained {r['trained']}" + (f" ({r['ended']})" if r["ended"] else " (running)"))
+    verdict = d.get("verdict")
+    if verdict:
+        lines.append(f"  {verdict['text']}")
+    elif d["steps"] or d["observed"]:
+        lines.append(f"  goal {'kept' if d['goal_kept'] else 'MISSED'} so far (its last window)")
     return "\n".join(x for x in lines if x)
 
 

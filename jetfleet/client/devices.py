@@ -94,6 +94,8 @@ class Device:
     last_telemetry: TelemetrySample | None = None
     catalog: CatalogSummary | None = None
     labels: dict[str, str] = field(default_factory=dict)   # operator labels (rack=GROUP: the board's cap group)
+    held_by: str = ""        # who holds the board's lease (a job, a campaign, ...): it does one thing at a time
+    busy_command: str = ""   # the command its last heartbeat said it runs
 
     @classmethod
     def from_pb(cls, d: operator_pb2.Device) -> Device:
@@ -102,7 +104,8 @@ class Device:
                    d.current_mode_name or None, d.serial, d.emulated, d.speed if d.emulated else 1.0, d.last_seen_s,
                    d.first_seen_s, dict(d.software), list(d.workloads), dict(d.broken_workloads), d.metrics_address,
                    TelemetrySample.from_pb(d.last_telemetry) if d.HasField("last_telemetry") else None,
-                   CatalogSummary.from_pb(d.catalog) if d.HasField("catalog") else None, dict(d.labels))
+                   CatalogSummary.from_pb(d.catalog) if d.HasField("catalog") else None, dict(d.labels), d.held_by,
+                   d.busy_command)
 
     @property
     def power_w(self) -> float | None:
@@ -124,7 +127,8 @@ class Device:
             "speed": self.speed_text, "speed_factor": self.speed if 0 < self.speed < math.inf else None,
             "last_seen_s": self.last_seen_s, "first_seen_s": self.first_seen_s, "software": self.software,
             "workloads": self.workloads, "broken_workloads": self.broken_workloads,
-            "metrics_address": self.metrics_address or None, "labels": dict(sorted(self.labels.items()))}
+            "metrics_address": self.metrics_address or None, "labels": dict(sorted(self.labels.items())),
+            "held_by": self.held_by or None, "busy_command": self.busy_command or None}
         if self.last_telemetry is not None:
             out["power_w"] = round(self.last_telemetry.total_w, 3)
             out["rails_w"] = {k: round(v, 3) for k, v in sorted(self.last_telemetry.rails_w.items())}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from jetfleet.shared.catalog import PowerMode
@@ -84,6 +84,32 @@ class JobInference:
 
 
 @dataclass(frozen=True)
+class JobVerdict:
+    """Whether a job that ended kept its goal: ``judged`` False for one that did not run to its end; the limit
+    (``constraint``) and the promise (``objective``: the chosen mode's prediction) held against what it did."""
+
+    judged: bool
+    kept: bool
+    constraint: str
+    objective: str
+    text: str
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """One training command of a job: its board, the job's minibatch it started at, what the board reported training
+    for it, and how it ended ('' while it may run; done, stopped, cancelled)."""
+
+    run_id: str
+    device_id: str
+    base_done: int
+    trained: int
+    elapsed_s: float
+    energy_j: float
+    ended: str
+
+
+@dataclass(frozen=True)
 class Job:
     """A training job: goal, state (``detail`` says what it does or waits for), progress in minibatches and board
     seconds, the choice with its bounds, the last window observed, every step, time per mode, the summary."""
@@ -123,6 +149,12 @@ class Job:
     fleet: bool = False       # queued for the lab under its cap (placed and paced by the fleet queue)
     priority: float = 0.0     # a fleet job's weight
     inference: JobInference | None = None
+    waiting_for: str = ""     # what it waits for now ('' when it waits for nothing)
+    verdict: JobVerdict | None = None   # once it ended: whether its goal was kept, judged on what it did
+    runs: list[JobRun] = field(default_factory=list)   # its training commands, with what each board trained
+    board_minibatches: int = 0   # what the boards trained for it (above its length when work was redone)
+    history: list[tuple[str, str, float]] = field(default_factory=list)   # (state, why, epoch s) of each move
+    covered: bool = True      # the first choice lies within its model's fitted knob levels
 
     @classmethod
     def from_pb(cls, j: operator_pb2.Job) -> Job:
@@ -139,7 +171,11 @@ class Job:
                      s.predicted_power_w, s.predicted_power_w_hi) for s in j.steps],
             [JobSegment(s.mode, s.device_id, s.minibatches, s.seconds, s.energy_j) for s in j.segments],
             j.max_steps, j.goal_kept, j.created_s, j.finished_s or None, j.fleet, j.priority,
-            JobInference.from_pb(j.inference) if j.HasField("inference") else None)
+            JobInference.from_pb(j.inference) if j.HasField("inference") else None, j.waiting_for,
+            JobVerdict(j.verdict.judged, j.verdict.kept, j.verdict.constraint, j.verdict.objective, j.verdict.text)
+            if j.HasField("verdict") else None,
+            [JobRun(r.run_id, r.device_id, r.base_done, r.trained, r.elapsed_s, r.energy_j, r.ended) for r in j.runs],
+            j.board_minibatches, [(t.state, t.why, t.at_s) for t in j.history], j.covered)
 
     @property
     def target(self) -> str:
@@ -187,7 +223,16 @@ class Job:
                           "seconds": round(s.seconds, 1), "energy_j": round(s.energy_j, 1)} for s in self.segments],
             "max_steps": self.max_steps, "goal_kept": self.goal_kept, "created_s": self.created_s,
             "fleet": self.fleet, "priority": self.priority,
-            "finished_s": self.finished_s, "inference": self.inference.to_dict() if self.inference else None}
+            "finished_s": self.finished_s, "inference": self.inference.to_dict() if self.inference else None,
+            "waiting_for": self.waiting_for, "covered": self.covered,
+            "verdict": None if self.verdict is None else {
+                "judged": self.verdict.judged, "kept": self.verdict.kept, "constraint": self.verdict.constraint,
+                "objective": self.verdict.objective, "text": self.verdict.text},
+            "runs": [{"run_id": r.run_id, "device_id": r.device_id, "from_minibatch": r.base_done,
+                      "trained": r.trained, "seconds": round(r.elapsed_s, 1), "energy_j": round(r.energy_j, 1),
+                      "ended": r.ended} for r in self.runs],
+            "board_minibatches": self.board_minibatches,
+            "history": [{"state": st, "why": why, "at_s": at} for st, why, at in self.history]}
 
 
 class JobMethods:

@@ -57,6 +57,8 @@ MAX_RESULT_PARTS = 1024              # parts of one result
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # one result joined from parts (about 300,000 power samples of a 4-rail board)
 MAX_PARTIAL_RESULTS = 2              # results arriving in parts at once on one session
 MAX_UNLOGGED_REMEMBERED = 10_000     # ids of recent commands sent with logged=False (a late result is expected)
+MAX_SUPERSEDED = 10_000              # commands nobody wants any more, remembered until their board is seen with them
+CANCEL_EVERY_S = 5.0                 # a superseded command seen running is asked to stop at most this often
 
 
 @dataclass
@@ -88,6 +90,12 @@ class CommandRouter:
         # Listeners of running trainings' progress reports, by command id (a job registers its own).
         self._progress: dict[str, Callable[[str, agent_pb2.TrainingProgress], None]] = {}
         self._unlogged: OrderedDict[str, str] = OrderedDict()   # command id -> device, sent with logged=False
+        # Commands their owner gave up on (a job moved to another board, or ended): command id -> board. A board seen
+        # running one (its heartbeat names it) is told to cancel it: it must not train work counted nowhere.
+        self._superseded: OrderedDict[str, str] = OrderedDict()
+        self._cancelled_at: dict[str, float] = {}
+        self.superseded_cancels = 0   # cancels sent for superseded commands (tests and logs)
+        self._cancels: set[asyncio.Task[None]] = set()
 
     async def send(self, device_id: str, command: agent_pb2.Command, *, timeout_s: float | None = None,
                    command_id: str = "", logged: bool = True) -> agent_pb2.CommandResult:
@@ -100,6 +108,7 @@ class CommandRouter:
             raise InvalidArgument("command has no kind", field="command")
         cid = check_command_id(command_id, "request_id") if command_id else uuid.uuid4().hex
         command.command_id = cid
+        self._superseded.pop(cid, None)   # sent again: wanted again (the board joins the run it has)
         live = self.registry.get(device_id)
         if not logged:
             if cid in self._pending:   # the same command in flight: join it
@@ -111,7 +120,7 @@ class CommandRouter:
             return await self._send(live, device_id, cid, kind, command, timeout_s, logged=False)
         store = self.registry.store
         payload = json_format.MessageToDict(command)
-        record = CommandRecord(cid, device_id, kind, payload, time.time())
+        record = CommandRecord(cid, device_id, kind, payload, self.registry.wall())
         if not await asyncio.to_thread(store.insert_command, record):
             existing = await asyncio.to_thread(store.get_command, cid)
             if existing is not None:
@@ -252,6 +261,37 @@ class CommandRouter:
         if pending is not None and not pending.future.done():
             pending.future.set_result(result)
 
+    def supersede(self, device_id: str, command_id: str) -> None:
+        """Nobody wants ``command_id`` on ``device_id`` any more: cancel it there as soon as the board is seen running it."""
+        self._superseded[command_id] = device_id
+        self._superseded.move_to_end(command_id)
+        while len(self._superseded) > MAX_SUPERSEDED:
+            self._superseded.popitem(last=False)
+
+    def seen_busy(self, session: Session, command_id: str) -> None:
+        """A board's heartbeat says it runs ``command_id``: if that command was superseded, ask the board to cancel it
+        (at most every CANCEL_EVERY_S; the cancel goes in a task of the router's)."""
+        if not command_id or self._superseded.get(command_id) != session.device_id:
+            return
+        now = time.monotonic()
+        if now - self._cancelled_at.get(command_id, -math.inf) < CANCEL_EVERY_S:
+            return
+        self._cancelled_at[command_id] = now
+        if len(self._cancelled_at) > MAX_SUPERSEDED:
+            self._cancelled_at.clear()
+        log.info("board %s runs superseded command %s: cancelling it", session.device_id, command_id[:160])
+        self.superseded_cancels += 1
+        task = asyncio.create_task(self._cancel_superseded(session.device_id, command_id))
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def _cancel_superseded(self, device_id: str, command_id: str) -> None:
+        try:
+            await self.send(device_id, agent_pb2.Command(cancel=agent_pb2.Cancel(target_command_id=command_id)),
+                            timeout_s=30, logged=False)
+        except JetfleetError as e:   # seen running it again later, the board is asked again
+            log.info("cancel of superseded %s on %s: %s", command_id[:160], device_id, e.message)
+
     def watch_progress(self, command_id: str, listener: Callable[[str, agent_pb2.TrainingProgress], None]) -> None:
         """Call ``listener(device_id, report)`` with every progress report of the training ``command_id``."""
         self._progress[command_id] = listener
@@ -285,7 +325,7 @@ class CommandRouter:
         if mode is not None:
             self.registry.record_mode(device_id, mode)
         self.registry.store.finish_command(result.command_id, "done" if result.ok else "failed", _compact(result), {},
-                                           time.time())
+                                           self.registry.wall())
 
     def _record_later(self, device_id: str, result: agent_pb2.CommandResult, mode: str | None) -> None:
         task = asyncio.create_task(self.retry.run(self._record, device_id, result, mode,
@@ -300,9 +340,9 @@ class CommandRouter:
 
     async def close(self) -> None:
         """Stop recording results (the controller stops); commands still pending fail now."""
-        for task in list(self._tasks):
+        for task in [*self._tasks, *self._cancels]:
             task.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._cancels, return_exceptions=True)
         for p in self._pending.values():
             if not p.future.done():
                 p.future.set_exception(Unavailable("the controller is stopping", field="device_id"))

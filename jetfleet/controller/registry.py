@@ -73,6 +73,7 @@ class LiveDevice:
     catalog: Catalog
     session: Session | None = None
     metrics_address: str = ""   # HOST:PORT of the agent's /metrics (peer host as seen here), "" = none
+    busy: str = ""              # the command its last heartbeat said it runs ("" when idle)
     instance_id: str = ""       # the agent process's instance (from its hello): a new one forgot every command
     workloads: tuple[str, ...] = ()              # what the board offers (the built-ins and its plugins)
     reported: tuple[object, ...] = ()            # the last heartbeat's mode: ((cores, MHz...), its checked text)
@@ -203,8 +204,9 @@ class Registry:
     def heartbeat(self, session: Session, hb: agent_pb2.Heartbeat) -> None:
         """A heartbeat keeps the session alive and reports the mode the board runs."""
         self.touch(session)
+        live = self.get(session.device_id)
+        live.busy = hb.busy_command_id[:160]
         if hb.HasField("current_mode"):
-            live = self.get(session.device_id)
             m = hb.current_mode
             knobs = (m.cores, m.cpu_mhz, m.gpu_mhz, m.mem_mhz)
             # Checked once per change of mode, not once per heartbeat.

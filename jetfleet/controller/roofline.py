@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import math
 import statistics
+import uuid
 from typing import Any
 
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
+from jetfleet.controller.leases import BoardLeases, Holder
 from jetfleet.controller.registry import Registry
 from jetfleet.controller.store import RooflineRecord
 from jetfleet.shared import defaults
@@ -91,8 +93,9 @@ def workload_cost_of(workload: str, minibatch_size: int, phase: str) -> tuple[fl
 class RooflineService:
     """Measures, stores and serves rooflines per (board model, mode)."""
 
-    def __init__(self, registry: Registry, router: CommandRouter, campaigns: CampaignManager) -> None:
-        self.registry, self.router, self.campaigns = registry, router, campaigns
+    def __init__(self, registry: Registry, router: CommandRouter, campaigns: CampaignManager,
+                 leases: BoardLeases) -> None:
+        self.registry, self.router, self.campaigns, self.leases = registry, router, campaigns, leases
 
     def _modes(self, catalog: Catalog, names: list[str]) -> list[PowerMode]:
         if len(names) > MAX_MODES:
@@ -118,7 +121,8 @@ class RooflineService:
         if not online:
             raise FailedPrecondition(f"no online {board_model} board to measure rooflines on; start one or name "
                                      "--device", field="board_model")
-        return online[0]
+        free = [d for d in online if self.leases.holder(d) is None]
+        return (free or online)[0]   # a held board is refused with its holder's name when the lease is taken
 
     async def _observed(self, board_model: str, workload: str, catalog: Catalog,
                         points: list[operator_pb2.RooflinePoint]) -> None:
@@ -226,16 +230,21 @@ class RooflineService:
             missing = [m for m in modes if req.remeasure or str(m) not in stored]
             if missing:
                 device_id = named or self._board(req.board_model, "")
-                for mode in missing:
-                    cmd = agent_pb2.Command(run_roofline=agent_pb2.RunRoofline(mode=mode_to_pb(mode),
-                                                                                seconds=req.seconds))
-                    seconds = req.seconds or DEFAULT_KERNEL_S
-                    result = await self.router.send(device_id, cmd, timeout_s=3 * seconds * 4 + 120)
-                    rec = record_from_result(req.board_model, device_id, result.roofline, self.registry.wall(),
-                                             catalog)
-                    await asyncio.to_thread(store.put_roofline, rec)
-                    stored[rec.mode] = rec
-                    measured += 1
+                holder = Holder("roofline", uuid.uuid4().hex[:12], f"a roofline measurement of {len(missing)} mode(s)")
+                self.leases.take(device_id, holder)   # refused at once, naming the holder, if the board is busy
+                try:
+                    for mode in missing:
+                        cmd = agent_pb2.Command(run_roofline=agent_pb2.RunRoofline(mode=mode_to_pb(mode),
+                                                                                    seconds=req.seconds))
+                        seconds = req.seconds or DEFAULT_KERNEL_S
+                        result = await self.router.send(device_id, cmd, timeout_s=3 * seconds * 4 + 120)
+                        rec = record_from_result(req.board_model, device_id, result.roofline, self.registry.wall(),
+                                                 catalog)
+                        await asyncio.to_thread(store.put_roofline, rec)
+                        stored[rec.mode] = rec
+                        measured += 1
+                finally:
+                    self.leases.release(device_id, holder)
         wanted = [str(m) for m in modes] if modes else sorted(stored)
         absent = [m for m in wanted if m not in stored]
         if absent:

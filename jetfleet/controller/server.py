@@ -19,7 +19,9 @@ from jetfleet.controller.fleet.caps import FleetCaps
 from jetfleet.controller.fleet.queue import FleetQueue
 from jetfleet.controller.health import HealthAndReflection
 from jetfleet.controller.jobs import JobManager, JobsConfig
+from jetfleet.controller.leases import BoardLeases
 from jetfleet.controller.metrics import ControllerMetrics
+from jetfleet.controller.powertrain.cache import PredictionCache
 from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import Registry
 from jetfleet.controller.service import OperatorService
@@ -73,15 +75,19 @@ class Controller:
         self.telemetry = TelemetryHub(config, self.metrics)
         self.router = CommandRouter(self.registry, self.metrics)
         self.sessions = AgentSessions(self.registry, self.telemetry, self.router)
-        self.campaigns = CampaignManager(self.registry, self.router, self.metrics)
+        self.leases = BoardLeases()   # who holds each board: jobs, campaigns, rooflines, operators' mode changes
+        self.campaigns = CampaignManager(self.registry, self.router, self.metrics, self.leases)
         self.models = ModelService(self.registry, self.router, self.campaigns, self.metrics)
-        self.jobs = JobManager(self.registry, self.router, self.campaigns, self.models, self.metrics,
-                               config=jobs or JobsConfig())
-        self.service = OperatorService(self.registry, self.telemetry, self.router, self.campaigns, self.models,
-                                       self.jobs, max_message_bytes=config.max_message_bytes)
-        self.fleet = self.service.fleet = FleetCaps(self.registry, self.telemetry, self.jobs)
+        self.cache = PredictionCache(self.models.repo)
+        self.fleet = FleetCaps(self.registry, self.telemetry)
         self.metrics.registry.register(self.fleet)   # type: ignore[arg-type]  # a collector: computed per scrape
-        self.fleet_queue = self.jobs.fleet = FleetQueue(self.jobs, self.fleet, period_s=config.fleet_period_s)
+        self.fleet_queue = FleetQueue(self.registry, self.fleet, self.leases, self.models.repo,
+                                      self.campaigns.catalog_for, self.cache, period_s=config.fleet_period_s)
+        self.jobs = JobManager(self.registry, self.router, self.campaigns, self.models, self.metrics, self.leases,
+                               self.cache, fleet=self.fleet_queue, config=jobs or JobsConfig())
+        self.service = OperatorService(self.registry, self.telemetry, self.router, self.campaigns, self.models,
+                                       self.jobs, self.leases, self.fleet, self.fleet_queue,
+                                       max_message_bytes=config.max_message_bytes)
         self._fleet_stop = asyncio.Event()
         self._fleet_task: asyncio.Task[None] | None = None
         self.port = 0

@@ -6,13 +6,16 @@ import asyncio
 import difflib
 import math
 import time
+import uuid
 from collections.abc import AsyncIterator
 
 from jetfleet.controller import profiles_csv
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.fleet.caps import FleetCaps
+from jetfleet.controller.fleet.queue import FleetQueue
 from jetfleet.controller.jobs import JobManager
+from jetfleet.controller.leases import BoardLeases, Holder
 from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import LiveDevice, Registry
 from jetfleet.controller.roofline import RooflineService
@@ -34,12 +37,13 @@ class OperatorService:
     training jobs ``jobs``."""
 
     def __init__(self, registry: Registry, telemetry: TelemetryHub, router: CommandRouter, campaigns: CampaignManager,
-                 models: ModelService, jobs: JobManager, *, max_message_bytes: int = 4 * 1024 * 1024) -> None:
+                 models: ModelService, jobs: JobManager, leases: BoardLeases, fleet: FleetCaps,
+                 fleet_queue: FleetQueue, *, max_message_bytes: int = 4 * 1024 * 1024) -> None:
         self.registry, self.telemetry, self.router = registry, telemetry, router
-        self.campaigns, self.models, self.jobs = campaigns, models, jobs
-        self.rooflines = RooflineService(registry, router, campaigns)
+        self.campaigns, self.models, self.jobs, self.leases = campaigns, models, jobs, leases
+        self.fleet, self.fleet_queue = fleet, fleet_queue   # caps and labels, and the fleet jobs' queue (issue 17)
+        self.rooflines = RooflineService(registry, router, campaigns, leases)
         self.max_message_bytes = max_message_bytes
-        self.fleet: FleetCaps | None = None   # set by the controller (caps and labels, issue 17)
 
     def device_pb(self, d: LiveDevice, *, with_catalog: bool = False) -> operator_pb2.Device:
         """A board as the operator API's Device: record, online state, mode, last sample (catalog if asked)."""
@@ -56,8 +60,10 @@ class OperatorService:
         last = self.telemetry.last(d.record.device_id)
         if last is not None:
             msg.last_telemetry.CopyFrom(last)
-        if self.fleet is not None:
-            msg.labels.update(self.fleet.labels(d.record.device_id))
+        msg.labels.update(self.fleet.labels(d.record.device_id))
+        holder = self.leases.holder(d.record.device_id)
+        msg.held_by = str(holder) if holder is not None else ""
+        msg.busy_command = d.busy if d.online else ""
         if with_catalog:
             msg.catalog.CopyFrom(catalog_to_pb(d.catalog))
         return msg
@@ -83,8 +89,15 @@ class OperatorService:
         # A preset asked for by name travels with its values, so a board can enter NVIDIA's own preset.
         preset = live.catalog.preset_named(req.mode) or ""
         cmd = agent_pb2.Command(set_mode=agent_pb2.SetMode(mode=mode_to_pb(mode), preset=preset))
-        result = await self.router.send(req.device_id, cmd, timeout_s=req.timeout_s or None,
-                                        command_id=req.request_id)
+        # The board's lease for the change: refused at once, naming the holder, while a job, a campaign or a roofline
+        # measurement holds it (a mode queued behind their work would be applied later, by surprise).
+        holder = Holder("mode", req.request_id or uuid.uuid4().hex, f"a mode change to {mode}")
+        self.leases.take(req.device_id, holder)
+        try:
+            result = await self.router.send(req.device_id, cmd, timeout_s=req.timeout_s or None,
+                                            command_id=req.request_id)
+        finally:
+            self.leases.release(req.device_id, holder)
         confirmed = live.catalog.validate(mode_from_pb(result.confirmed_mode))
         return operator_pb2.SetModeResponse(device_id=req.device_id, requested=mode_to_pb(mode),
                                             confirmed=mode_to_pb(confirmed), command_id=result.command_id,
@@ -236,3 +249,29 @@ class OperatorService:
                                         field="csv")
             parts.append(chunk.csv)
         return await self.import_csv("".join(parts), name, allow_new=allow_new, allow_any_new=allow_any_new)
+
+    # --- the lab's power (caps, labels, the fleet queue: issue 17) ---------------------------------------------------
+    async def set_labels(self, device_id: str, labels: dict[str, str]) -> operator_pb2.Device:
+        """Add, replace or remove a board's labels."""
+        self.fleet.refresh()
+        await asyncio.to_thread(self.fleet.set_labels, device_id, labels)
+        return self.device_pb(self.registry.get(device_id))
+
+    async def set_cap(self, cap_w: float, group: str) -> operator_pb2.FleetPlan:
+        """Set a cap; the fleet jobs' modes are re-chosen under it and queued jobs placed."""
+        self.fleet.refresh()
+        await asyncio.to_thread(self.fleet.set_cap, cap_w, group)
+        await self.fleet_queue.reschedule()
+        return await self.plan(group)
+
+    async def clear_cap(self, group: str) -> operator_pb2.FleetPlan:
+        """Remove a cap; the fleet jobs' modes are re-chosen."""
+        self.fleet.refresh()
+        plan = await asyncio.to_thread(self.fleet.clear_cap, group)
+        await self.fleet_queue.reschedule()
+        return plan
+
+    async def plan(self, group: str = "") -> operator_pb2.FleetPlan:
+        """The caps with their boards, the jobs on them and their power."""
+        self.fleet.refresh()
+        return await asyncio.to_thread(self.fleet.plan, group, self.jobs.active(), dict(self.fleet_queue.rows))

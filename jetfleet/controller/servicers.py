@@ -123,41 +123,25 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
     async def SetDeviceLabels(self, request: operator_pb2.SetDeviceLabelsRequest,  # noqa: N802
                               context: grpc.aio.ServicerContext) -> operator_pb2.Device:
         """Serve `jetfleet devices label`: add, replace or remove a board's labels."""
-        fleet = self.service.fleet
-        assert fleet is not None
-        fleet.refresh()
-        await asyncio.to_thread(fleet.set_labels, request.device_id, dict(request.labels))
-        return self.service.device_pb(self.service.registry.get(request.device_id))
+        return await self.service.set_labels(request.device_id, dict(request.labels))
 
     @rpc
     async def SetFleetCap(self, request: operator_pb2.SetFleetCapRequest,  # noqa: N802
                           context: grpc.aio.ServicerContext) -> operator_pb2.FleetPlan:
         """Serve `jetfleet fleet cap set`."""
-        assert self.service.fleet is not None
-        self.service.fleet.refresh()
-        await asyncio.to_thread(self.service.fleet.set_cap, request.cap_w, request.group)
-        if self.service.jobs.fleet is not None:
-            await self.service.jobs.fleet.reschedule()   # a new cap: the fleet jobs' modes re-chosen under it
-        return await asyncio.to_thread(self.service.fleet.plan, request.group)
+        return await self.service.set_cap(request.cap_w, request.group)
 
     @rpc
     async def ClearFleetCap(self, request: operator_pb2.ClearFleetCapRequest,  # noqa: N802
                             context: grpc.aio.ServicerContext) -> operator_pb2.FleetPlan:
         """Serve `jetfleet fleet cap clear`."""
-        assert self.service.fleet is not None
-        self.service.fleet.refresh()
-        plan = await asyncio.to_thread(self.service.fleet.clear_cap, request.group)
-        if self.service.jobs.fleet is not None:
-            await self.service.jobs.fleet.reschedule()
-        return plan
+        return await self.service.clear_cap(request.group)
 
     @rpc
     async def GetFleetPlan(self, request: operator_pb2.GetFleetPlanRequest,  # noqa: N802
                            context: grpc.aio.ServicerContext) -> operator_pb2.FleetPlan:
         """Serve `jetfleet fleet plan` and `fleet cap show`."""
-        assert self.service.fleet is not None
-        self.service.fleet.refresh()
-        return await asyncio.to_thread(self.service.fleet.plan, request.group)
+        return await self.service.plan(request.group)
 
     @rpc
     async def TrainReference(self, request: operator_pb2.TrainReferenceRequest,  # noqa: N802

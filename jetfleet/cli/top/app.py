@@ -14,6 +14,7 @@ from typing import Any, Callable, TypeVar
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
@@ -181,8 +182,13 @@ class TopApp(App):
             self.fleet = await _off_loop(self.source.fleet)
         finally:
             self._busy = False
+        if not self.is_running:
+            return   # quit while the controller was being asked: the screen is gone, nothing to draw
         self.sub_title = self.source.address
-        self.draw()
+        try:
+            self.draw()
+        except NoMatches:
+            return   # the app is closing under this refresh: its widgets were removed
         if not self.first_board:
             self.shot_ready(self.screen)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,8 +17,8 @@ from jetfleet.shared.errors import InvalidArgument, NotFound
 from jetfleet.shared.proto import operator_pb2
 
 if TYPE_CHECKING:
-    from jetfleet.controller.jobs import JobManager
     from jetfleet.controller.registry import Registry
+    from jetfleet.controller.store import JobRecord
     from jetfleet.controller.telemetry import TelemetryHub
 
 CAP_KIND, LABEL_KIND = "fleet_cap", "device_labels"
@@ -45,8 +45,8 @@ class FleetCaps:
     (it reads the registry and the telemetry windows); everything else reads its snapshot and the store, so it may
     run in a worker thread or in a metrics scrape."""
 
-    def __init__(self, registry: Registry, telemetry: TelemetryHub, jobs: JobManager) -> None:
-        self.registry, self.telemetry, self.jobs = registry, telemetry, jobs
+    def __init__(self, registry: Registry, telemetry: TelemetryHub) -> None:
+        self.registry, self.telemetry = registry, telemetry
         self.store = registry.store
         self._idle: dict[str, float] = {}    # board -> the lowest total power it has shown (its idle, or above)
         self._views: dict[str, BoardView] = {}
@@ -141,13 +141,14 @@ class FleetCaps:
         return sorted(self._caps.items())
 
     # --- the plan --------------------------------------------------------------------------------------------
-    def plan(self, group: str = "") -> operator_pb2.FleetPlan:
-        """Every cap (or one group's): its boards, the jobs on them, observed and predicted power, headroom."""
-        running = {r.run.get("device_id", ""): r for r in list(self.jobs.records.values())
-                   if r.state in ("applying", "running")}
-        fleet = self.jobs.fleet.rows if self.jobs.fleet is not None else {}
-        out = operator_pb2.FleetPlan(queued_jobs=[r.job_id for r in sorted(
-            list(self.jobs.records.values()), key=lambda r: r.created_s) if r.goal == "fleet" and r.state == "queued"])
+    def plan(self, group: str = "", jobs: Iterable[JobRecord] = (),
+             rows: Mapping[str, Mapping[str, object]] | None = None) -> operator_pb2.FleetPlan:
+        """Every cap (or one group's): its boards, the ``jobs`` on them (the fleet queue's ``rows`` for its own),
+        observed and predicted power, headroom."""
+        jobs = sorted(jobs, key=lambda r: r.created_s)
+        running = {r.device_id: r for r in jobs if r.state in ("applying", "running")}
+        fleet = rows or {}
+        out = operator_pb2.FleetPlan(queued_jobs=[r.job_id for r in jobs if r.goal == "fleet" and r.state == "queued"])
         views = self._views
         for g, cap in self.caps():
             if group and g != group:
@@ -164,7 +165,7 @@ class FleetCaps:
                     if row is not None and row["job_id"] == job.job_id:   # the queue's current reckoning
                         b.predicted_w = float(row["predicted_w"])  # type: ignore[arg-type]
                     else:
-                        b.predicted_w = float(job.choice.get("power_hi_w", 0.0)) if job.choice else 0.0
+                        b.predicted_w = job.choice.power_hi_w if job.choice is not None else 0.0
                 msg.power_w += v.power_w
                 msg.idle_w += v.idle_w
                 msg.predicted_w += b.predicted_w or v.power_w

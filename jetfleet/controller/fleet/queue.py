@@ -12,25 +12,34 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from jetfleet.controller.fleet.caps import FleetCaps
 from jetfleet.controller.fleet.scheduler import Board, Candidates, Change, FleetJob, FleetScheduler
+from jetfleet.controller.leases import BoardLeases
+from jetfleet.controller.powertrain.artifacts import ModelRepo
+from jetfleet.controller.powertrain.cache import PredictionCache
+from jetfleet.controller.registry import Registry
 from jetfleet.controller.store import JobRecord
+from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 from jetfleet.shared.workloads import WORKLOADS
 
-if TYPE_CHECKING:
-    from jetfleet.controller.jobs.manager import JobManager
-
 log = logging.getLogger(__name__)
+# What a fleet job is told when the queue decides: (board, board model, mode and its predictions, kind, reason)
+Decision = Callable[[str, str, dict[str, Any], str, str], Awaitable[None]]
 
 
 class FleetQueue:
     """The fleet jobs of the lab (this module's docstring)."""
 
-    def __init__(self, jobs: JobManager, caps: FleetCaps, *, period_s: float = 2.0) -> None:
-        self.jobs, self.caps, self.period_s = jobs, caps, period_s
+    def __init__(self, registry: Registry, caps: FleetCaps, leases: BoardLeases, repo: ModelRepo,
+                 catalog_for: Callable[[str, str], Catalog], cache: PredictionCache, *, period_s: float = 2.0) -> None:
+        self.registry, self.caps, self.leases, self.period_s = registry, caps, leases, period_s
+        self.repo, self.catalog_for, self.cache = repo, catalog_for, cache
+        self._deciders: dict[str, Decision] = {}   # fleet job -> where its decisions go (its runner)
+        self._scheduled_in: tuple[object, ...] = ()   # the situation of the last placing (see _situation)
         self.sched = FleetScheduler([], math.inf)
         self.fleet_jobs: dict[str, FleetJob] = {}
         self.models: dict[str, str] = {}          # job -> board model -> chosen at placement
@@ -52,7 +61,7 @@ class FleetQueue:
         InvalidArgument naming what is missing when no board model can run it. Blocking (predicts)."""
         models: dict[str, Any] = {}
         offered = set()
-        for d in self.jobs.registry.list():
+        for d in self.registry.list():
             if d.online and (workload in WORKLOADS or workload in d.workloads):
                 offered.add(d.record.model)
                 models.setdefault(d.record.model, d)
@@ -60,11 +69,11 @@ class FleetQueue:
             raise InvalidArgument(f"no online board can run {workload!r}: none offers it", field="workload")
         out: dict[str, Candidates] = {}
         for model in sorted(offered):
-            doc = self.jobs.models.repo.find(model, workload)
+            doc = self.repo.find(model, workload)
             if doc is None:
                 continue
-            catalog = self.jobs.campaigns.catalog_for("", model)
-            pred = self.jobs.cache.get(doc, catalog, confidence)
+            catalog = self.catalog_for("", model)
+            pred = self.cache.get(doc, catalog, confidence)
             out[model] = Candidates.from_predictions(pred, str(catalog.maxn))
         if not out:
             raise InvalidArgument(f"no board model can run {workload!r} under the cap: none of "
@@ -75,13 +84,14 @@ class FleetQueue:
     def _boards(self) -> list[Board]:
         out = []
         fleet_ids = set(self.fleet_jobs)
-        for d in self.jobs.registry.list():
+        for d in self.registry.list():
             if not d.online:
                 continue
             dev = d.record.device_id
-            holder = self.jobs.holder(dev)
+            holder = self.leases.holder(dev)
             last_w = self.caps.telemetry.last_w(dev)
-            if holder is not None and holder not in fleet_ids:   # other work: its draw counts, it is not placed on
+            if holder is not None and not (holder.kind == "job" and holder.id in fleet_ids):
+                # other work: its draw counts, it is not placed on
                 out.append(Board(dev, d.record.model, last_w if last_w is not None else 0.0, available=False))
             else:
                 out.append(Board(dev, d.record.model, self.caps.idle_w(dev)))
@@ -96,35 +106,48 @@ class FleetQueue:
             self.sched.cap_w = math.inf
 
     # --- jobs --------------------------------------------------------------------------------------------
-    async def add(self, rec: JobRecord) -> None:
-        """Queue a fleet job (or, after a restart, put a placed one back on its board and mode)."""
-        cands = await asyncio.to_thread(self.candidates, rec.workload, float(rec.options["confidence"]))
-        job = FleetJob(rec.job_id, rec.workload, rec.minibatches, cands, float(rec.options.get("priority", 1.0)),
+    async def add(self, rec: JobRecord, decide: Decision) -> bool:
+        """Queue a fleet job, or (after a restart) put a placed one back on its board and mode unless another fleet
+        job was placed there meanwhile; its decisions go to ``decide``. True when it is back on its board."""
+        known = self.fleet_jobs.get(rec.job_id)
+        if known is not None and (known in self.sched.queue or known in self.sched.running.values()):
+            self._deciders[rec.job_id] = decide   # added already (a retried add): its decisions come as made
+            return known in self.sched.running.values()
+        cands = await asyncio.to_thread(self.candidates, rec.workload, rec.options.confidence)
+        job = FleetJob(rec.job_id, rec.workload, rec.minibatches, cands, rec.options.priority or 1.0,
                        rec.deadline_s or math.inf, rec.created_s)
         async with self.lock:
-            self.fleet_jobs[rec.job_id] = job
-            device = rec.run.get("device_id", "")
-            if device and rec.target_model in cands and rec.mode in cands[rec.target_model].modes:
+            self._sync()
+            device = rec.device_id
+            back = bool(device) and device not in self.sched.running and rec.target_model in cands \
+                and rec.mode in cands[rec.target_model].modes
+            if back:
                 job.board, job.model, job.option = device, rec.target_model, cands[rec.target_model].modes.index(rec.mode)
                 self.sched.running[device] = job
                 self.models[rec.job_id] = rec.target_model
             else:
-                self.sched.submit(job)
+                self.sched.submit(job)   # InvalidArgument (nothing registered) when no board here can run it
+            self.fleet_jobs[rec.job_id] = job
+            self._deciders[rec.job_id] = decide
             await self._apply(self._schedule())
+            return back
 
     def _schedule(self) -> list[Change]:
         self._sync()
         if not math.isfinite(self.sched.cap_w):
             return []
-        return self.sched.schedule()
+        changes = self.sched.schedule()
+        self._scheduled_in = self._situation()
+        return changes
 
     async def finish(self, job_id: str) -> None:
         """A fleet job ended: its board is free, the others re-chosen."""
         async with self.lock:
+            self._deciders.pop(job_id, None)
             if self.fleet_jobs.pop(job_id, None) is None:
                 return
             self.models.pop(job_id, None)
-            self.sched.finish(job_id)
+            self.sched.release(job_id)   # (not `finish`: its own joint choice's changes would be lost here)
             await self._apply(self._schedule())
 
     async def reschedule(self) -> None:
@@ -135,9 +158,9 @@ class FleetQueue:
     async def _apply(self, changes: list[Change]) -> None:
         self.rows = {str(r["board"]): r for r in self.sched.plan() if r["state"] == "running"}
         for c in changes:
-            runner = self.jobs.runners.get(c.job_id)
+            decide = self._deciders.get(c.job_id)
             job = self.fleet_jobs.get(c.job_id)
-            if runner is None or job is None:
+            if decide is None or job is None:
                 continue
             model = job.model
             self.models[c.job_id] = model
@@ -146,7 +169,10 @@ class FleetQueue:
             info = {"mode": c.mode, "time_ms": float(cand.time_ms[k]), "power_w": float(cand.power_w[k]),
                     "power_hi_w": float(self.sched.power_of(job, model)[k])}
             log.info("fleet: %s %s on %s in %s (%s)", c.kind, c.job_id, c.board, c.mode, c.reason)
-            await runner.fleet_decision(c.board, model, info, c.kind, c.reason)
+            try:
+                await decide(c.board, model, info, c.kind, c.reason)
+            except Exception:   # one job's trouble with its decision is its own: the others still get theirs
+                log.exception("fleet: job %s could not take its decision (%s on %s)", c.job_id, c.kind, c.board)
 
     # --- the aggregate loop ----------------------------------------------------------------------------------
     def measured(self) -> dict[str, float]:
@@ -177,10 +203,26 @@ class FleetQueue:
                     self.caps.refresh()
                 return
             self._sync()
-            if not self.sched.running or not math.isfinite(self.sched.cap_w):
+            if not math.isfinite(self.sched.cap_w):
                 self.rows = {}
                 return
-            await self._apply(self.sched.observe(self.measured()))
+            if self.sched.queue and self._placeable() and self._situation() != self._scheduled_in:
+                # a board came free or online, a cap moved, a job came or went: place what fits now
+                await self._apply(self._schedule())
+            elif self.sched.running:
+                await self._apply(self.sched.observe(self.measured()))
+            else:
+                self.rows = {}
+
+    def _situation(self) -> tuple[object, ...]:
+        """What placing depends on: the free boards, the cap, the queued and the running jobs."""
+        free = frozenset(b.board_id for b in self.sched.boards if b.available and b.board_id not in self.sched.running)
+        return free, self.sched.cap_w, frozenset(j.job_id for j in self.sched.queue), frozenset(self.sched.running)
+
+    def _placeable(self) -> bool:
+        """Whether an online board that is not in use could take a queued job (its model is one of the job's)."""
+        free = {b.model for b in self.sched.boards if b.available and b.board_id not in self.sched.running}
+        return any(free & set(j.candidates) for j in self.sched.queue)
 
     async def run(self, stop: asyncio.Event) -> None:
         """The aggregate loop every ``period_s`` until ``stop``."""

@@ -282,12 +282,16 @@ class FleetScheduler:
                     break
         return placed, best
 
-    def finish(self, job_id: str) -> list[Change]:
-        """A job ended (done, failed or cancelled): its board is free; the others re-chosen."""
+    def release(self, job_id: str) -> None:
+        """Forget a job that ended (done, failed or cancelled): its board is free. Nothing is re-chosen yet."""
         for bid, j in list(self.running.items()):
             if j.job_id == job_id:
                 del self.running[bid]
         self.queue = [j for j in self.queue if j.job_id != job_id]
+
+    def finish(self, job_id: str) -> list[Change]:
+        """A job ended: its board is free; the others re-chosen (the changes to make: every one must be applied)."""
+        self.release(job_id)
         return self.schedule()
 
     # --- the aggregate loop --------------------------------------------------------------------------------

@@ -1,20 +1,19 @@
 """A job's inference stream (issue 15): the operator's request checked before anything starts, the forward-pass
 latencies measured through a board (``RunInference``), the largest batch chosen by running the managed scheduler
 in virtual time (``jetfleet.shared.concurrency.choose_batch_size``), and the stream's figures from the board's
-progress reports. The stream's settings live in the job's options (``options["inference"]``), the choice in
-``choice["inference"]``, a command's reported figures in ``run["inference"]`` (the totals of earlier commands in
-``run["inference_base"]``)."""
+progress reports. The stream's settings live in the job's options (``options.inference``, a ``StreamSpec``), the
+choice in ``choice.inference``, a command's reported figures in its ``RunRecord.inference`` (the totals of earlier
+commands in ``inference_base``)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.registry import Registry
+from jetfleet.controller.store.job_record import JobOptions, RunRecord, StreamSpec, StreamStats
 from jetfleet.shared.catalog import PowerMode
 from jetfleet.shared.concurrency import (
     BatchChoice,
@@ -42,7 +41,7 @@ def has_stream(req: operator_pb2.SubmitJobRequest) -> bool:
                 or req.inference_batch_size)
 
 
-def check_stream(req: operator_pb2.SubmitJobRequest) -> dict[str, Any]:
+def check_stream(req: operator_pb2.SubmitJobRequest) -> StreamSpec:
     """The stream's settings, or InvalidArgument naming the field (nothing measured yet)."""
     if not req.inference_workload:
         raise InvalidArgument("an inference stream needs --with-inference WORKLOAD", field="inference_workload")
@@ -69,8 +68,7 @@ def check_stream(req: operator_pb2.SubmitJobRequest) -> dict[str, Any]:
         if len(t) < 2 or t[-1] <= 0:
             raise InvalidArgument("the trace needs at least two arrivals over a positive span", field="trace")
         rate = check_arrival_rate(len(t) / float(t[-1]), "trace")
-    return {"workload": req.inference_workload, "arrival_rate": float(req.arrival_rate), "arrival_times_s": times,
-            "rate": rate, "latency_budget_s": budget, "batch_size": int(req.inference_batch_size)}
+    return StreamSpec(req.inference_workload, float(req.arrival_rate), times, rate, budget, int(req.inference_batch_size))
 
 
 async def measure(router: CommandRouter, device: str, workload: str, mode: PowerMode,
@@ -82,86 +80,84 @@ async def measure(router: CommandRouter, device: str, workload: str, mode: Power
     return {int(b): float(t) for b, t in zip(inf.batch_sizes, inf.latency_s)}, float(inf.power_w)
 
 
-async def check_against_board(registry: Registry, router: CommandRouter, stream: dict[str, Any], device_id: str,
+async def check_against_board(registry: Registry, router: CommandRouter, stream: StreamSpec, device_id: str,
                               model: str, cache: dict[tuple[str, str], dict[int, float]]) -> float:
     """Refuse a stream no mode serves within its budget, or a budget below the fastest single request: the latencies
     at the board model's fastest mode (MAXN), measured once through an online board and remembered. Returns the
     fastest single-request latency (s)."""
-    key = (model, stream["workload"])
+    key = (model, stream.workload)
     lat = cache.get(key)
     if lat is None:
         boards = [registry.get(device_id)] if device_id else registry.list(model)
         live = [d for d in boards if d.online]
         if not live:
-            raise Unavailable(f"no online {model} board to measure {stream['workload']}'s inference latency on",
+            raise Unavailable(f"no online {model} board to measure {stream.workload}'s inference latency on",
                               field="device_id")
         d = live[0]
-        lat, _ = await measure(router, d.record.device_id, stream["workload"], d.catalog.maxn)
+        lat, _ = await measure(router, d.record.device_id, stream.workload, d.catalog.maxn)
         cache[key] = lat
-    check_serviceable(stream["rate"], stream["latency_budget_s"], lat, stream["workload"])
+    check_serviceable(stream.rate, stream.latency_budget_s, lat, stream.workload)
     return lat[min(lat)]
 
 
-def plan_arrivals(stream: Mapping[str, Any], seed: int) -> np.ndarray:
+def plan_arrivals(stream: StreamSpec, seed: int) -> np.ndarray:
     """The arrivals the batch size is chosen on: PLAN_S of the Poisson stream, or the trace's first PLAN_S."""
-    if stream["arrival_rate"]:
-        return poisson_arrivals(stream["arrival_rate"], PLAN_S, seed)
-    t = np.asarray(stream["arrival_times_s"], dtype=float)
+    if stream.arrival_rate:
+        return poisson_arrivals(stream.arrival_rate, PLAN_S, seed)
+    t = np.asarray(stream.arrival_times_s, dtype=float)
     head = t[t <= t[0] + PLAN_S]
     return head - head[0]
 
 
-def choose(stream: Mapping[str, Any], latency_s: Mapping[int, float], train_s: float, seed: int) -> BatchChoice:
+def choose(stream: StreamSpec, latency_s: dict[int, float], train_s: float, seed: int) -> BatchChoice:
     """The batch size (the operator's, or the best of the characterised sizes) at the chosen mode."""
-    candidates = (stream["batch_size"],) if stream["batch_size"] else CHARACTERISED_BATCH_SIZES
-    return choose_batch_size(latency_s, train_s, budget_s=stream["latency_budget_s"],
+    candidates = (stream.batch_size,) if stream.batch_size else CHARACTERISED_BATCH_SIZES
+    return choose_batch_size(latency_s, train_s, budget_s=stream.latency_budget_s,
                              arrivals_s=plan_arrivals(stream, seed), candidates=candidates, margin=MARGIN)
 
 
-def totals(run: Mapping[str, Any]) -> dict[str, int]:
+def totals(run: RunRecord | None) -> dict[str, int]:
     """Requests served/late/dropped over the job: earlier commands' plus this one's."""
-    base, now = run.get("inference_base", {}), run.get("inference", {})
-    return {k: int(base.get(k, 0)) + int(now.get(k, 0)) for k in ("served", "late", "dropped")}
+    if run is None:
+        return {"served": 0, "late": 0, "dropped": 0}
+    now = run.inference or StreamStats()
+    return {k: int(run.inference_base.get(k, 0)) + int(getattr(now, k)) for k in ("served", "late", "dropped")}
 
 
-def stats_dict(s: agent_pb2.InferenceStats) -> dict[str, Any]:
+def stats_of(s: agent_pb2.InferenceStats) -> StreamStats:
     """A report's stream figures as stored."""
-    return {"served": int(s.served), "late": int(s.late), "dropped": int(s.dropped), "p50_ms": s.p50_ms,
-            "p95_ms": s.p95_ms, "p99_ms": s.p99_ms, "window_served": int(s.window_served),
-            "batch_size": int(s.batch_size)}
+    return StreamStats(int(s.served), int(s.late), int(s.dropped), s.p50_ms, s.p95_ms, s.p99_ms, int(s.window_served),
+                       int(s.batch_size))
 
 
-def job_inference_pb(options: Mapping[str, Any], choice: Mapping[str, Any], run: Mapping[str, Any]) -> \
-        operator_pb2.JobInference | None:
-    """The operator API's view of a job's stream, or None for a job without one."""
-    s = options.get("inference")
-    if not s:
+def job_inference_pb(options: JobOptions, choice_batch: tuple[int, str, float] | None,
+                     run: RunRecord | None) -> operator_pb2.JobInference | None:
+    """The operator API's view of a job's stream (``choice_batch``: the chosen batch size, how, its predicted p95),
+    or None for a job without one."""
+    s = options.inference
+    if s is None:
         return None
-    ch = choice.get("inference", {})
-    now = run.get("inference", {})
+    batch, how, p95_pred = choice_batch or (s.batch_size, "", 0.0)
+    now = (run.inference if run is not None else None) or StreamStats()
     t = totals(run)
-    p95 = float(now.get("p95_ms", math.nan))
-    msg = operator_pb2.JobInference(
-        workload=s["workload"], arrival_rate=float(s["rate"]), trace=not s["arrival_rate"],
-        latency_budget_s=float(s["latency_budget_s"]), batch_size=int(ch.get("batch_size", s["batch_size"])),
-        choice=str(ch.get("how", "")), predicted_p95_ms=float(ch.get("p95_ms", 0.0)), served=t["served"],
-        late=t["late"], dropped=t["dropped"], p50_ms=float(now.get("p50_ms", math.nan)), p95_ms=p95,
-        p99_ms=float(now.get("p99_ms", math.nan)), fastest_ms=float(s.get("fastest_ms", 0.0)),
-        latency_kept=bool(not math.isfinite(p95) or p95 <= s["latency_budget_s"] * 1e3))
-    return msg
+    return operator_pb2.JobInference(
+        workload=s.workload, arrival_rate=float(s.rate), trace=not s.arrival_rate, latency_budget_s=s.latency_budget_s,
+        batch_size=int(batch), choice=how, predicted_p95_ms=float(p95_pred), served=t["served"], late=t["late"],
+        dropped=t["dropped"], p50_ms=now.p50_ms, p95_ms=now.p95_ms, p99_ms=now.p99_ms, fastest_ms=s.fastest_ms,
+        latency_kept=bool(not math.isfinite(now.p95_ms) or now.p95_ms <= s.latency_budget_s * 1e3))
 
 
-def latency_summary(options: Mapping[str, Any], run: Mapping[str, Any]) -> str:
+def latency_summary(options: JobOptions, run: RunRecord | None) -> str:
     """The summary's inference part ('' without a stream)."""
-    s = options.get("inference")
-    if not s:
+    s = options.inference
+    if s is None:
         return ""
     t = totals(run)
-    now = run.get("inference", {})
-    return (f"; inference {s['workload']}: {t['served']} served, {t['late']} late, {t['dropped']} dropped, last window "
-            f"p50/p95/p99 {now.get('p50_ms', math.nan):.1f}/{now.get('p95_ms', math.nan):.1f}/"
-            f"{now.get('p99_ms', math.nan):.1f} ms (budget {s['latency_budget_s'] * 1e3:g} ms on p95)")
+    now = (run.inference if run is not None else None) or StreamStats()
+    return (f"; inference {s.workload}: {t['served']} served, {t['late']} late, {t['dropped']} dropped, last window "
+            f"p50/p95/p99 {now.p50_ms:.1f}/{now.p95_ms:.1f}/{now.p99_ms:.1f} ms (budget {s.latency_budget_s * 1e3:g} "
+            "ms on p95)")
 
 
 __all__ = ["check_against_board", "check_stream", "choose", "has_stream", "job_inference_pb",
-           "latency_summary", "measure", "stats_dict", "totals"]
+           "latency_summary", "measure", "stats_of", "totals"]

@@ -1,6 +1,5 @@
 """A job's prediction models: which modes to profile when the target has no model yet (the selection
-strategies of ``powertrain.select``), the active strategy's second batch, and the calibrated
-predictions the closed loop starts from (shared by the jobs of one model and confidence)."""
+strategies of ``powertrain.select``) and the active strategy's second batch."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from jetfleet.controller.powertrain.artifacts import ModelRepo, torch_nn
-from jetfleet.controller.powertrain.optimize import Predictions
 from jetfleet.controller.powertrain.select import pick_balanced, pick_integrated_variance, pick_random, pick_spread
 from jetfleet.shared.catalog import Catalog, PowerMode
 from jetfleet.shared.errors import InvalidArgument
@@ -63,21 +61,3 @@ def second_batch(repo: ModelRepo, reference: dict[str, Any], catalog: Catalog, b
     want = min(len(pool), len(fixed) + max(0, k - len(planned)))
     picked = pick_integrated_variance(features, want, np.asarray([local[i] for i in fixed]), rng)
     return [modes[int(pool[j])] for j in picked[len(fixed):]]
-
-
-class PredictionCache:
-    """Calibrated predictions of a catalog by (model, confidence): the jobs of one model share them."""
-
-    def __init__(self, repo: ModelRepo, size: int = 16) -> None:
-        self.repo, self.size = repo, size
-        self._cache: dict[tuple[str, float, str], Predictions] = {}
-
-    def get(self, doc: dict[str, Any], catalog: Catalog, confidence: float) -> Predictions:
-        """The predictions of every mode of ``catalog`` (blocking on a miss)."""
-        key = (doc["model_id"], confidence, catalog.model)
-        hit = self._cache.get(key)
-        if hit is None:
-            if len(self._cache) >= self.size:
-                self._cache.pop(next(iter(self._cache)))
-            hit = self._cache[key] = self.repo.predictions(doc, catalog.grid("full"), confidence)
-        return hit

@@ -1,274 +1,170 @@
-"""One job driven through its stages until it ends, resumable from its stored record at every point:
+"""One job driven through its lifecycle (``state.py``) until it ends, resumable from its stored record at every point:
 
-queued     wait for an online target board that no other job holds and no campaign is profiling on
-profiling  no calibrated model for (board model, workload): profile k modes (the job's strategy)
-modelling  transfer the best reference to them, with 5-fold calibration
-applying   choose by the upper bounds (once; kept in the record), set the mode, the board confirms it
-running    one training command per chunk of up to 100,000 minibatches, its progress recorded durably
-           and the goal kept by the closed loop (``loop.py``); a step goes down as a SetMode for the
-           running command, between two minibatches, without stopping training
-done / failed / cancelled
+queued     wait for an online target board: the job queues for it in the board lease table (``leases.py``)
+profiling  no calibrated model for (board model, workload): profile k modes (``profiling.py``)
+modelling  transfer the best reference to them, with 5-fold calibration; choose by the goal (``goals.py``)
+applying   set the mode on the board it holds, the board confirms it
+running    one training command per chunk of up to 100,000 minibatches, the goal kept by the closed loop
+           (``running.py``)
+done / failed / cancelled, with the verdict of its goal
 
-Exactly once: a training command's id is stored before it is sent. After a controller restart the
-same command is sent again to the same agent instance, which joins the run in flight (or answers
-from the result it remembers); an agent that restarted (a new instance) or a board that is gone
-gets a new command from the last progress recorded durably (``Store.advance_job`` only moves
-forward, and only for the current command, so a late or superseded report never counts)."""
+The job holds its board's lease from applying to its end (or until the board goes away); a board held by other work
+is not used, and the job waits in the board's queue. Every write goes through the store retry: a store outage makes
+the job wait, never lose its state."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import math
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jetfleet.controller.jobs import inference as stream_
-from jetfleet.controller.jobs.loop import DEADLINE_TOLERANCE, ClosedLoop, Point, Tracker, Window
-from jetfleet.controller.jobs.models import first_batch, second_batch
-from jetfleet.controller.powertrain.feedback import Feedback, Observation, Step
-from jetfleet.controller.powertrain.optimize import choose
+from jetfleet.controller.jobs.context import JobContext
+from jetfleet.controller.jobs.goals import goal_of, judge
+from jetfleet.controller.jobs.loop import ClosedLoop
+from jetfleet.controller.jobs.profiling import Profiler
+from jetfleet.controller.jobs.running import TrainingRun
+from jetfleet.controller.jobs.state import JobCancelled, JobState, move
+from jetfleet.controller.jobs.windows import Tracker
+from jetfleet.controller.leases import Holder
+from jetfleet.controller.powertrain.feedback import Feedback, Observation
 from jetfleet.controller.store import JobRecord
-from jetfleet.shared import defaults
+from jetfleet.controller.store.job_record import ChoiceRecord, StepRecord
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.convert import mode_from_pb, mode_to_pb
-from jetfleet.shared.errors import DeadlineExceeded, FailedPrecondition, JetfleetError, Unavailable
-from jetfleet.shared.proto import agent_pb2, operator_pb2
-from jetfleet.shared.workloads import MAX_MINIBATCHES, WORKLOADS
-
-if TYPE_CHECKING:
-    from jetfleet.controller.jobs.manager import JobManager
+from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, JetfleetError
+from jetfleet.shared.proto import agent_pb2
+from jetfleet.shared.workloads import WORKLOADS
 
 log = logging.getLogger(__name__)
-TERMINAL = ("done", "failed", "cancelled")
-ACTIVE_MIN_DONE = 5     # the active strategy's second batch needs a model of at least this many profiled modes
-ACTIVE_FIT_S = 3.0      # wall seconds to choose that batch (a transfer on the first half, on a loaded 2-core machine)
-
-
-class JobCancelled(Exception):
-    """The operator cancelled the job."""
 
 
 class JobRunner:
     """Drives one job (this module's docstring); the manager owns the task it runs in."""
 
-    def __init__(self, manager: JobManager, rec: JobRecord) -> None:
-        self.m, self.rec = manager, rec
+    def __init__(self, ctx: JobContext, rec: JobRecord) -> None:
+        self.ctx, self.rec = ctx, rec
+        self.goal = goal_of(rec)
+        self.holder = Holder("job", rec.job_id, f"job {rec.job_id} ({self.goal.describe()})")
         self.cancelled = asyncio.Event()
         self.catalog: Catalog | None = None
         self.loop: ClosedLoop | None = None
-        self.tracker = Tracker(float(rec.options["window_s"]))
-        self.tracker.segments = rec.segments
-        self._reports: asyncio.Queue[tuple[str, agent_pb2.TrainingProgress] | None] = asyncio.Queue()
-        self._persisted = 0.0
-        self._counted: dict[str, int] = {}   # the running command's requests counted into the metrics, by outcome
-        self._previous_run: dict[str, Any] = {}
-        self._fleet_board = rec.run.get("device_id", "") if rec.goal == "fleet" else ""   # where the queue placed it
-        self._live: tuple[str, str] | None = None     # (board, command) while a training command runs
+        self.tracker = Tracker(rec.options.window_s, rec.segments)
+        self.training: TrainingRun | None = None
+        self._fleet_board = rec.device_id if rec.goal == "fleet" else ""   # where the queue placed it
 
     # --- state -------------------------------------------------------------------------------------
     async def save(self) -> None:
-        """Write the whole record (stage changes, steps, choice)."""
-        self._persisted = self.m.clock()
-        await asyncio.to_thread(self.m.store.update_job, self.rec)
-        self.m.update_gauges(self.rec)
+        """Write the whole record (a snapshot taken here: the event loop may change it while it is written)."""
+        snapshot = copy.deepcopy(self.rec)
+        await self.ctx.retry.run(self.ctx.store.update_job, snapshot, what=f"job {self.rec.job_id}")
+        self.ctx.changed(self.rec)
 
-    async def _state(self, state: str, detail: str) -> None:
-        if (self.rec.state, self.rec.detail) != (state, detail):
-            self.rec.state, self.rec.detail = state, detail
+    async def move(self, to: JobState, why: str, waiting_for: str = "") -> None:
+        """A checked move of the lifecycle (or a new detail in the same state), stored."""
+        if move(self.rec, to, why, waiting_for=waiting_for, now_s=self.ctx.wall):
             await self.save()
 
-    def _check_cancel(self) -> None:
+    def check_cancel(self) -> None:
+        """JobCancelled once the operator cancelled the job."""
         if self.cancelled.is_set():
             raise JobCancelled()
 
-    async def _pause(self) -> None:
+    async def pause(self) -> None:
+        """Wait a poll interval (or until cancelled)."""
         try:
-            await asyncio.wait_for(self.cancelled.wait(), self.m.config.poll_s)
+            await asyncio.wait_for(self.cancelled.wait(), self.ctx.config.poll_s)
         except asyncio.TimeoutError:
             pass
-        self._check_cancel()
+        self.check_cancel()
 
-    # --- the stages ----------------------------------------------------------------------------------
+    # --- the lifecycle --------------------------------------------------------------------------------
     async def run(self) -> None:
         """The job from wherever its record says it is to its end."""
         rec = self.rec
         try:
             if rec.goal == "fleet":
                 await self._fleet_run()
-                await self._finish("done", self._summary())
-                return
-            self.catalog = await asyncio.to_thread(self.m.campaigns.catalog_for, "", rec.target_model)
-            await self._model()
-            await self._prepare()
-            while rec.minibatches_done < rec.minibatches:
-                device = await self._board()
-                try:
-                    await self._run_on(device)
-                finally:
-                    self.m.release(device, rec.job_id)
-            await self._finish("done", self._summary())
+            else:
+                self.catalog = await asyncio.to_thread(self.ctx.campaigns.catalog_for, "", rec.target_model)
+                if not rec.model_id:
+                    profiler = Profiler(self.ctx, rec, self.catalog, self.move, self.save, self.pause)
+                    await profiler.ensure_model(self._targets)
+                await self._prepare()
+                while rec.minibatches_done < rec.minibatches:
+                    device = await self._board()
+                    try:
+                        await self._training().on(device)
+                    finally:
+                        self.ctx.leases.release(device, self.holder)
+            await self._finish(JobState.DONE, "")
         except JobCancelled:
-            await self._finish("cancelled", f"cancelled after {rec.minibatches_done} of {rec.minibatches} minibatches")
+            await self._finish(JobState.CANCELLED, f"cancelled after {rec.minibatches_done} of {rec.minibatches} "
+                                                   "minibatches")
         except JetfleetError as e:
-            await self._finish("failed", e.message)
+            await self._finish(JobState.FAILED, e.message)
         except asyncio.CancelledError:
             raise   # the controller is stopping: the record stays where it is, the next start resumes it
         except Exception as e:
             log.exception("job %s failed", rec.job_id)
-            await self._finish("failed", f"internal error: {type(e).__name__} (see the controller log)")
+            await self._finish(JobState.FAILED, f"internal error: {type(e).__name__} (see the controller log)")
 
-    async def _finish(self, state: str, detail: str) -> None:
-        rec = self.rec
-        rec.state, rec.detail, rec.finished_s = state, detail, time.time()
-        if rec.goal == "fleet" and self.m.fleet is not None:
-            await self.m.fleet.finish(rec.job_id)   # its board frees; the others are re-chosen
-        if state == "cancelled":
+    def _training(self) -> TrainingRun:
+        if self.training is None:
+            assert self.catalog is not None
+            self.training = TrainingRun(self.ctx, self.rec, self.loop, self.tracker, self.catalog, self.move, self.save,
+                                        self.cancelled)
+        return self.training
+
+    async def _finish(self, state: JobState, why: str) -> None:
+        rec, ctx = self.rec, self.ctx
+        rec.finished_s = ctx.wall()
+        self.ctx.leases.release_all(self.holder)
+        run = rec.run
+        if run is not None and not run.ended:   # nothing trains for an ended job: a board still on it is stopped
+            run.ended = "done" if state == JobState.DONE else "stopped"
+            if state != JobState.DONE:
+                ctx.router.supersede(run.device_id, run.run_id)
+        if rec.goal == "fleet" and ctx.fleet is not None:
+            await ctx.fleet.finish(rec.job_id)   # its board frees; the others are re-chosen
+        if state == JobState.CANCELLED:
             for cid in rec.campaign_ids:
-                run = self.m.campaigns.runs.get(cid)
-                if run is not None and run.rec.status in ("running", "paused"):
-                    await self.m.campaigns.control(cid, "cancel")
+                camp = ctx.campaigns.runs.get(cid)
+                if camp is not None and camp.rec.status in ("running", "paused"):
+                    await ctx.campaigns.control(cid, "cancel")
+        p95 = run.inference.p95_ms if run is not None and run.inference is not None else math.nan
+        move(rec, state, why or "ran to its end", now_s=ctx.wall)
+        rec.verdict = judge(rec, self.goal, p95)
+        rec.goal_kept = rec.verdict.kept
+        rec.detail = (self._summary() if state == JobState.DONE else why) + "; " + rec.verdict.text()
         await self.save()
-        log.info("job %s %s: %s", rec.job_id, state, detail)
-
-    async def _model(self) -> None:
-        rec = self.rec
-        if rec.model_id:
-            return
-        assert self.catalog is not None
-        doc = await asyncio.to_thread(self.m.models.repo.find, rec.target_model, rec.workload)
-        if doc is not None:
-            rec.model_id = doc["model_id"]
-            await self.save()
-            return
-        reference = await asyncio.to_thread(self.m.models.repo.best_reference, rec.target_model, rec.workload)
-        k, strategy = int(rec.options["profile_modes"]), rec.options["strategy"]
-        if not rec.campaign_ids:
-            await self._campaign(first_batch(strategy, self.catalog, k, seed=int(rec.created_s)))
-        while True:
-            runs = [self.m.campaigns.get(c) for c in rec.campaign_ids]
-            done = sum(r.count("done") for r in runs)
-            total = sum(len(r.modes) for r in runs)
-            for r in runs:
-                if r.rec.status == "cancelled":
-                    raise FailedPrecondition(f"its profiling campaign {r.rec.campaign_id} was cancelled", field="job")
-            left = total - done - sum(r.count("failed") for r in runs)
-            second_due = done >= ACTIVE_MIN_DONE and left <= self._lookahead(runs[0])
-            if strategy == "active" and len(rec.campaign_ids) == 1 and second_due:
-                # the second batch is chosen while the first one's last modes are still on the boards
-                planned = [self.catalog.parse_mode(m) for m in runs[0].modes]
-                picked = await asyncio.to_thread(second_batch, self.m.models.repo, reference, self.catalog,
-                                                 rec.target_model, rec.workload, k, int(rec.created_s), planned)
-                await self._campaign(picked)
-                continue
-            if all(r.rec.status == "done" for r in runs):
-                break
-            await self._state("profiling", f"profiling {done}/{total} modes of {rec.workload} on "
-                                           f"{rec.target_device or rec.target_model} ({strategy})")
-            await self._pause()
-        await self._state("modelling", f"transferring {reference['model_id']} to {done} profiled modes")
-        doc = await asyncio.to_thread(self.m.models.transfer_doc, reference, rec.target_model, rec.workload,
-                                      baseline=False)
-        rec.model_id = doc["model_id"]
-        await self.save()
-
-    def _lookahead(self, run: Any) -> int:
-        """Modes still to measure when the active strategy's second batch is chosen: one per board, or as many as
-        the boards measure while it is chosen (a few seconds of fitting), so that no board waits for the model."""
-        per_mode_s = sum(run.durations) / len(run.durations) if run.durations else math.inf
-        return max(len(self._targets()), math.ceil(ACTIVE_FIT_S / per_mode_s) if per_mode_s > 0 else 1)
-
-    async def _campaign(self, modes: list[Any]) -> None:
-        rec = self.rec
-        camp = await self.m.campaigns.create(operator_pb2.CreateCampaignRequest(
-            workload=rec.workload, device_id=rec.target_device, board_model="" if rec.target_device else rec.target_model,
-            modes=f"job:{rec.job_id}", mode_list=[str(m) for m in modes], minibatches=defaults.MINIBATCHES))
-        rec.campaign_ids.append(camp.campaign_id)
-        await self.save()
+        log.info("job %s %s: %s", rec.job_id, state.value, rec.detail)
 
     async def _prepare(self) -> None:
-        rec = self.rec
+        """The closed loop on the model's calibrated predictions, what it learned before a restart, and the first
+        choice (made once and kept in the record)."""
+        rec, ctx = self.rec, self.ctx
         assert self.catalog is not None
-        doc = await asyncio.to_thread(self.m.models.repo.doc, rec.model_id)
-        pred = await asyncio.to_thread(self.m.cache.get, doc, self.catalog, float(rec.options["confidence"]))
+        doc = await asyncio.to_thread(ctx.models.repo.doc, rec.model_id)
+        pred = await asyncio.to_thread(ctx.cache.get, doc, self.catalog, rec.options.confidence)
         feedback = Feedback(pred)
         index = {str(m): i for i, m in enumerate(pred.modes)}
         for s in rec.steps:   # what the loop had learned before a restart
-            if s["from_mode"] in index:
-                feedback.observe(Observation(index[s["from_mode"]], s["observed_power_w"], s["observed_time_ms"]),
-                                 over_budget=s.get("kind") == "over")
-        self.loop = ClosedLoop(feedback, index, goal=rec.goal, power_budget_w=rec.power_budget_w,
-                               deadline_s=rec.deadline_s, minibatches=rec.minibatches,
-                               max_steps=int(rec.options["max_steps"]), steps_used=len(rec.steps),
-                               latency_budget_ms=float(rec.options.get("inference", {}).get("latency_budget_s", 0)) * 1e3)
-        if rec.choice:
+            if s.from_mode in index:
+                feedback.observe(Observation(index[s.from_mode], s.observed_power_w, s.observed_time_ms),
+                                 over_budget=s.kind == "over")
+            if s.kind == "undo" and s.from_mode in index:
+                feedback.rule_out(index[s.from_mode])
+        self.loop = ClosedLoop(self.goal, feedback, index, max_steps=rec.options.max_steps,
+                               steps_used=sum(s.kind != "undo" for s in rec.steps))
+        if rec.choice is not None:
             return
-        c = choose(pred, power_budget_w=rec.power_budget_w or None, deadline_s=rec.deadline_s or None,
-                   min_energy=rec.goal == "energy", minibatches_per_epoch=rec.minibatches)
-        rec.choice = {"mode": str(c.mode), "goal": c.goal, "time_ms": c.time_ms, "time_hi_ms": c.time_hi_ms,
-                      "power_w": c.power_w, "power_hi_w": c.power_hi_w, "power_lo_w": c.power_lo_w,
-                      "at_risk": c.at_risk, "confidence": pred.confidence}
+        c = self.goal.choose(pred, rec.minibatches)
+        rec.choice = ChoiceRecord(str(c.mode), c.goal, c.time_ms, c.time_hi_ms, c.power_w, c.power_hi_w, c.power_lo_w,
+                                  c.at_risk, pred.confidence, time_lo_ms=c.time_lo_ms)
         rec.mode = str(c.mode)
-        await self.save()
-
-    # --- fleet jobs (placed and paced by the fleet queue, ``controller/fleet/queue.py``) -------------------
-    async def _fleet_run(self) -> None:
-        rec = self.rec
-        assert self.m.fleet is not None
-        await self.m.fleet.add(rec)
-        while rec.minibatches_done < rec.minibatches:
-            while not self._fleet_board:
-                await self._state("queued", "waiting in the fleet queue for a board and power under the lab cap")
-                await self._pause()
-            device = self._fleet_board
-            self.catalog = await asyncio.to_thread(self.m.campaigns.catalog_for, "", rec.target_model)
-            while True:
-                live = self.m.registry.devices.get(device)
-                if live is not None and live.online and self.m.hold(device, rec.job_id):
-                    break
-                await self._state("queued", f"placed on {device}: waiting for it ("
-                                            f"{'offline' if live is None or not live.online else 'busy'})")
-                await self._pause()
-            try:
-                await self._run_on(device)
-            finally:
-                self.m.release(device, rec.job_id)
-
-    async def fleet_decision(self, board: str, model: str, info: dict[str, Any], kind: str, reason: str) -> None:
-        """The fleet queue decided: ``start`` on ``board`` in ``info['mode']``, or a new mode for this job."""
-        rec = self.rec
-        if kind == "start":
-            doc = await asyncio.to_thread(self.m.models.repo.find, model, rec.workload)
-            rec.target_model, rec.model_id, rec.mode = model, doc["model_id"] if doc else "", info["mode"]
-            rec.choice = {"mode": info["mode"], "goal": "fleet", "time_ms": info["time_ms"],
-                          "time_hi_ms": info["time_ms"], "power_w": info["power_w"], "power_hi_w": info["power_hi_w"],
-                          "power_lo_w": info["power_w"], "at_risk": False,
-                          "confidence": float(rec.options["confidence"])}
-            self._fleet_board = board
-            await self.save()
-            return
-        if self._live is None:          # not training yet: it starts in the new mode
-            rec.mode = info["mode"]
-            await self.save()
-            return
-        device, cid = self._live
-        assert self.catalog is not None
-        try:
-            result = await self.m.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
-                mode=mode_to_pb(self.catalog.parse_mode(info["mode"])), during_command_id=cid)), timeout_s=30)
-        except JetfleetError as e:
-            log.warning("job %s: fleet step to %s on %s failed: %s", rec.job_id, info["mode"], device, e.message)
-            return
-        obs = rec.observed or {}
-        rec.steps.append({"t_s": float(obs.get("t_s", 0.0)), "at_minibatch": rec.minibatches_done,
-                          "from_mode": rec.mode, "to_mode": str(mode_from_pb(result.confirmed_mode)),
-                          "reason": f"fleet: {reason}", "observed_power_w": float(obs.get("power_w", 0.0)),
-                          "observed_time_ms": float(obs.get("time_ms", 0.0)), "predicted_power_w": info["power_w"],
-                          "predicted_power_w_hi": info["power_hi_w"], "predicted_time_ms": info["time_ms"],
-                          "kind": kind})
-        rec.mode = rec.steps[-1]["to_mode"]
-        self.tracker.reset_window(rec.mode)
-        self.m.metrics.job_steps.labels(rec.goal).inc()
         await self.save()
 
     def _targets(self) -> list[str]:
@@ -276,217 +172,117 @@ class JobRunner:
         rec = self.rec
         if rec.target_device:
             return [rec.target_device]
-        return [d.record.device_id for d in self.m.registry.list(rec.target_model)
+        return [d.record.device_id for d in self.ctx.registry.list(rec.target_model)
                 if rec.workload in WORKLOADS or rec.workload in d.workloads]
 
     async def _board(self) -> str:
-        """An online target board this job holds (the one it ran on first, if it is back)."""
-        rec = self.rec
+        """An online target board this job holds (the one it ran on last, if it is back): it queues for every
+        online target; the first it gets is its, and it leaves the other queues."""
+        rec, leases = self.rec, self.ctx.leases
         while True:
-            self._check_cancel()
+            self.check_cancel()
             targets = self._targets()
-            previous = rec.run.get("device_id")
+            previous = rec.device_id
             if previous in targets:
                 targets.remove(previous)
                 targets.insert(0, previous)
             waiting = []
             for d in targets:
-                live = self.m.registry.devices.get(d)
+                live = self.ctx.registry.devices.get(d)
                 if live is None or not live.online:
                     waiting.append(f"{d} offline")
-                elif self.m.hold(d, rec.job_id):
+                elif leases.try_take(d, self.holder, queue=True):
+                    leases.withdraw(self.holder)
                     return d
                 else:
-                    waiting.append(f"{d} busy")
+                    holder = leases.holder(d)
+                    waiting.append(f"{d} busy: {holder}" if holder is not None else
+                                   f"{d} promised to {leases.queued(d)[0]}")
             what = "; ".join(waiting) or f"no {rec.target_model} board known"
-            await self._state("queued", f"waiting for a board: {what}")
-            await self._pause()
+            await self.move(JobState.QUEUED, f"waiting for a board: {what}", waiting_for="a board")
+            await self.pause()
 
-    async def _run_on(self, device: str) -> None:
-        rec = self.rec
-        live = self.m.registry.get(device)
-        resume = bool(rec.run_id) and rec.run.get("device_id") == device and rec.run.get("instance_id") == live.instance_id
-        self._previous_run = dict(rec.run)
-        self._counted = {k: int(v) for k, v in rec.run.get("inference", {}).items()
-                         if k in ("served", "late", "dropped")} if resume else {}
-        if not resume:
-            await self._state("applying", f"setting {rec.mode} on {device}")
-            result = await self.m.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
-                mode=mode_to_pb(self.catalog.parse_mode(rec.mode)))))  # type: ignore[union-attr]
-            rec.mode = str(live.catalog.validate(mode_from_pb(result.confirmed_mode)))
-            stream = rec.options.get("inference")
-            if stream and "inference" not in rec.choice:
-                await self._choose_batch(device, stream)
-            seq = int(rec.run.get("seq", 0)) + 1
-            rec.run_id = f"{rec.job_id}-r{seq}"
-            rec.run = {"device_id": device, "instance_id": live.instance_id, "seq": seq,
-                       "minibatches": min(rec.minibatches - rec.minibatches_done, MAX_MINIBATCHES),
-                       "base_done": rec.minibatches_done, "base_energy_j": rec.energy_j,
-                       "base_elapsed_s": rec.elapsed_s}
-            if stream:
-                rec.run["inference_base"] = stream_.totals(self._previous_run)
-            await self.save()   # the command id is durable before the command is sent
-        run = rec.run
-        cid = rec.run_id
-        self._live = (device, cid)
-        await self._state("running", f"training on {device} in {rec.mode}" + (" (rejoined)" if resume else ""))
-        self.tracker.new_run(Point(rec.minibatches_done, rec.elapsed_s, rec.energy_j, rec.mode, 0.0))
-        self.m.router.watch_progress(cid, lambda dev, r: self._reports.put_nowait((dev, r)))
-        consumer = asyncio.create_task(self._consume(device, cid))
-        stopper = asyncio.create_task(self._stop_on_cancel(device, cid))
-        cmd = agent_pb2.Command(run_training=agent_pb2.RunTraining(
-            workload=rec.workload, minibatches=int(run["minibatches"]), minibatch_size=defaults.MINIBATCH_SIZE,
-            workers=defaults.WORKERS, progress_interval_s=self.m.config.progress_interval_s(float(rec.options["window_s"]))))
-        stream = rec.options.get("inference")
-        if stream:
-            r = cmd.run_training
-            r.inference_workload, r.latency_budget_s = stream["workload"], stream["latency_budget_s"]
-            r.inference_batch_size = int(rec.choice["inference"]["batch_size"])
-            r.latency_window_s, r.seed = float(rec.options["window_s"]), int(rec.created_s) + int(run["seq"])
-            if stream["arrival_rate"]:
-                r.arrival_rate = stream["arrival_rate"]
-            else:
-                r.arrival_times_s.extend(stream["arrival_times_s"])
-        try:
-            result = await self.m.router.send(device, cmd, command_id=cid, timeout_s=self.m.config.run_timeout_s)
-        except (Unavailable, DeadlineExceeded) as e:
-            await self._state("queued", f"{device} went away mid-run ({e.message}); resuming from minibatch "
-                                        f"{rec.minibatches_done}")
-            return
-        except JetfleetError:
-            if self.cancelled.is_set():   # the agent answers our cancel with a failed (cancelled) result
-                raise JobCancelled() from None
-            raise
-        finally:
-            self._live = None
-            stopper.cancel()
-            self.m.router.unwatch_progress(cid)
-            self._reports.put_nowait(None)
-            await asyncio.wait([consumer], timeout=self.m.config.drain_s)   # the last reports, unless stopping
-            consumer.cancel()
-        tr = result.training
-        final = Point(int(run["base_done"]) + len(tr.minibatch_times_s), float(run["base_elapsed_s"]) + tr.elapsed_s,
-                      float(run["base_energy_j"]) + tr.energy_j, rec.mode, tr.end_s)
-        await self._progress(device, cid, final, force=True)
-
-    async def _stop_on_cancel(self, device: str, cid: str) -> None:
-        """When the job is cancelled, ask the board to stop its training until the command ends (a cancel that
-        reaches the agent before the training started finds nothing to stop, so it is asked again)."""
-        await self.cancelled.wait()
+    # --- fleet jobs (placed and paced by the fleet queue, ``controller/fleet/queue.py``) -------------------
+    async def _fleet_run(self) -> None:
+        rec, ctx = self.rec, self.ctx
+        assert ctx.fleet is not None
         while True:
+            placed, self._fleet_board = self._fleet_board, ""   # the queue's decisions (during add, too) set it
             try:
-                await self.m.router.send(device, agent_pb2.Command(cancel=agent_pb2.Cancel(target_command_id=cid)),
-                                         timeout_s=10)
-            except JetfleetError as e:
-                log.info("job %s: cancel on %s: %s", self.rec.job_id, device, e.message)
-            await asyncio.sleep(self.m.config.poll_s)
+                if await ctx.fleet.add(rec, self.fleet_decision) and not self._fleet_board:
+                    self._fleet_board = placed     # back on the board it ran on (else the queue places it anew)
+                break
+            except (InvalidArgument, FailedPrecondition) as e:
+                self._fleet_board = placed
+                # accepted once, a fleet job waits for what it needs (after a restart the boards reconnect after the
+                # controller is back; a cap may be set again) rather than failing on what is missing for a while
+                await self.move(JobState.QUEUED, f"waiting: {e.message}", waiting_for="the fleet queue")
+                await self.pause()
+        while rec.minibatches_done < rec.minibatches:
+            while not self._fleet_board:
+                await self.move(JobState.QUEUED, "waiting in the fleet queue for a board and power under the lab cap",
+                                waiting_for="the fleet queue")
+                await self.pause()
+            device = self._fleet_board
+            self.catalog = await asyncio.to_thread(ctx.campaigns.catalog_for, "", rec.target_model)
+            while True:
+                live = ctx.registry.devices.get(device)
+                if live is not None and live.online and ctx.leases.try_take(device, self.holder, queue=True):
+                    break
+                what = "offline" if live is None or not live.online else f"busy: {ctx.leases.holder(device)}"
+                await self.move(JobState.QUEUED, f"placed on {device}: waiting for it ({what})", waiting_for=device)
+                await self.pause()
+            try:
+                await self._training().on(device)
+            finally:
+                ctx.leases.release(device, self.holder)
 
-    async def _consume(self, device: str, cid: str) -> None:
-        """Progress reports of the running command, in order: totals, segments, windows, steps."""
-        rec = self.rec
-        while True:
-            item = await self._reports.get()
-            if item is None:
-                return
-            dev, r = item
-            if dev != device or r.command_id != cid:
-                continue
-            run = rec.run
-            p = Point(int(run["base_done"]) + r.minibatches_done, float(run["base_elapsed_s"]) + r.elapsed_s,
-                      float(run["base_energy_j"]) + r.energy_j, str(mode_from_pb(r.mode)), r.t_s)
-            if r.HasField("inference"):
-                self._stream_report(device, r.inference)
-            window = await self._progress(device, cid, p, force=r.final)
-            if window is not None and not r.final and self.loop is not None:
-                p95 = float(rec.run.get("inference", {}).get("p95_ms", math.nan))
-                step = self.loop.on_window(window, p95_ms=p95)
-                if step is not None:
-                    await self._step(device, cid, step, window)
-
-    async def _choose_batch(self, device: str, stream: dict[str, Any]) -> None:
-        """Measure the stream's forward passes in the chosen mode on the board and choose its largest batch."""
-        rec = self.rec
-        assert self.catalog is not None
-        await self._state("applying", f"measuring {stream['workload']} inference in {rec.mode} on {device}")
-        latency, power_w = await stream_.measure(self.m.router, device, stream["workload"],
-                                                 self.catalog.parse_mode(rec.mode))
-        c = stream_.choose(stream, latency, float(rec.choice["time_ms"]) / 1e3, int(rec.created_s))
-        how = ("given" if stream["batch_size"] else
-               f"the fastest training of batch sizes {'/'.join(map(str, sorted(c.compared)))} with a simulated p95 "
-               f"within {stream_.MARGIN:g} x the budget" if c.within else
-               "no batch size met the budget in simulation: the lowest p95 (the loop steps to a faster mode)")
-        rec.choice["inference"] = {"batch_size": c.batch_size, "p95_ms": c.p95_s * 1e3, "train_per_s": c.train_per_s,
-                                   "within": c.within, "how": how, "power_w": power_w,
-                                   "latency_ms": {str(k): v * 1e3 for k, v in latency.items()}}
-        rec.choice["at_risk"] = bool(rec.choice["at_risk"] or not c.within)
-        await self.save()
-
-    def _stream_report(self, device: str, s: agent_pb2.InferenceStats) -> None:
-        """A report's stream figures: into the run, the request counters and the latency histogram."""
-        rec = self.rec
-        now = stream_.stats_dict(s)
-        rec.run["inference"] = now
-        for outcome in ("served", "late", "dropped"):
-            new = now[outcome] - self._counted.get(outcome, 0)
-            self.m.metrics.inference.count(rec.job_id, device, outcome, new)
-            self._counted[outcome] = max(now[outcome], self._counted.get(outcome, 0))
-        self.m.metrics.inference.observe(rec.job_id, device, list(s.buckets), s.bucket_sum_s)
-
-    async def _progress(self, device: str, cid: str, p: Point, *, force: bool) -> Window | None:
-        rec = self.rec
-        if p.done < rec.minibatches_done or cid != rec.run_id:
-            return None
-        window = self.tracker.add(p, device)
-        rec.minibatches_done, rec.elapsed_s, rec.energy_j = p.done, p.elapsed_s, p.energy_j
-        rec.segments = self.tracker.segments
-        if window is not None:
-            rec.observed = {"mode": window.mode, "power_w": window.power_w, "time_ms": window.time_ms,
-                            "t_s": window.end.t_s}
-            if self.loop is not None:
-                rec.goal_kept = not (self.loop.last_missed or self.loop.latency_missed)
-        if force or self.m.clock() - self._persisted >= self.m.config.persist_s:
-            self._persisted = self.m.clock()
-            if await asyncio.to_thread(self.m.store.advance_job, rec.job_id, cid, p.done, p.energy_j, p.elapsed_s):
-                await self.save()
-        self.m.update_gauges(rec)
-        return window
-
-    async def _step(self, device: str, cid: str, step: Step, window: Window) -> None:
-        rec = self.rec
-        c = step.choice
-        new = str(c.mode)
-        try:
-            result = await self.m.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
-                mode=mode_to_pb(c.mode), during_command_id=cid)), timeout_s=30)
-        except JetfleetError as e:
-            log.warning("job %s: step to %s on %s failed: %s", rec.job_id, new, device, e.message)
+    async def fleet_decision(self, board: str, model: str, info: dict[str, Any], kind: str, reason: str) -> None:
+        """The fleet queue decided: ``start`` on ``board`` in ``info['mode']``, or a new mode for this job."""
+        rec, ctx = self.rec, self.ctx
+        if kind == "start":
+            doc = await asyncio.to_thread(ctx.models.repo.find, model, rec.workload)
+            rec.target_model, rec.model_id, rec.mode = model, doc["model_id"] if doc else "", info["mode"]
+            rec.choice = ChoiceRecord(info["mode"], "fleet", info["time_ms"], info["time_ms"], info["power_w"],
+                                      info["power_hi_w"], info["power_w"], False, rec.options.confidence)
+            self._fleet_board = board
+            self.training = None
+            await self.save()
             return
-        rec.steps.append({"t_s": window.end.t_s, "at_minibatch": window.end.done, "from_mode": rec.mode,
-                          "to_mode": str(mode_from_pb(result.confirmed_mode)), "reason": step.reason,
-                          "observed_power_w": window.power_w, "observed_time_ms": window.time_ms,
-                          "predicted_power_w": c.power_w, "predicted_power_w_hi": c.power_hi_w,
-                          "predicted_time_ms": c.time_ms, "kind": step.kind})
-        rec.mode = rec.steps[-1]["to_mode"]
+        live = self.training.live if self.training is not None else None
+        if live is None:          # not training yet: it starts in the new mode
+            rec.mode = info["mode"]
+            await self.save()
+            return
+        device, cid = live
+        assert self.catalog is not None
+        try:
+            result = await ctx.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
+                mode=mode_to_pb(self.catalog.parse_mode(info["mode"])), during_command_id=cid)), timeout_s=30)
+        except JetfleetError as e:
+            log.warning("job %s: fleet step to %s on %s failed: %s", rec.job_id, info["mode"], device, e.message)
+            return
+        obs = rec.observed
+        rec.steps.append(StepRecord(obs.t_s if obs else 0.0, rec.minibatches_done, rec.mode,
+                                    str(mode_from_pb(result.confirmed_mode)), f"fleet: {reason}",
+                                    obs.power_w if obs else 0.0, obs.time_ms if obs else 0.0, info["power_w"],
+                                    info["power_hi_w"], info["time_ms"], kind, info["time_ms"]))
+        rec.mode = rec.steps[-1].to_mode
         self.tracker.reset_window(rec.mode)
-        self.m.metrics.job_steps.labels(rec.goal).inc()
-        log.info("job %s step %d on %s: %s -> %s (%s)", rec.job_id, len(rec.steps), device, rec.steps[-1]["from_mode"],
-                 rec.mode, step.reason)
+        ctx.metrics.job_steps.labels(rec.goal).inc()
         await self.save()
 
+    # --- the summary -----------------------------------------------------------------------------------
     def _summary(self) -> str:
         rec = self.rec
         mean_w = rec.energy_j / rec.elapsed_s if rec.elapsed_s > 0 else math.nan
-        if rec.goal == "power":
-            rec.goal_kept = bool(self.loop is None or not self.loop.last_missed) and mean_w <= rec.power_budget_w * 1.01
-            if rec.options.get("inference"):   # and the stream's last window within its latency budget
-                p95 = float(rec.run.get("inference", {}).get("p95_ms", math.nan))
-                rec.goal_kept = rec.goal_kept and (not math.isfinite(p95) or
-                                                   p95 <= rec.options["inference"]["latency_budget_s"] * 1e3)
-        elif rec.goal == "deadline":   # within the loop's tolerance, as a budget is within the sensors'
-            rec.goal_kept = rec.elapsed_s <= rec.deadline_s * (1 + DEADLINE_TOLERANCE)
-        elif rec.goal == "fleet":      # the cap is the lab's (fleet plan); a deadline, if any, is the job's
-            rec.goal_kept = not rec.deadline_s or rec.elapsed_s <= rec.deadline_s
-        modes = ", ".join(f"{s['mode']} {s['seconds']:.0f} s" for s in rec.segments)
+        modes = ", ".join(f"{s.mode} {s.seconds:.0f} s" for s in rec.segments)
+        undone = sum(s.kind == "undo" for s in rec.steps)
+        trained = sum(r.trained for r in rec.runs)
+        again = trained - rec.minibatches_done
+        boards = (f"the boards trained {trained} minibatches for it" + (f" ({again} again after a move)" if again > 0
+                                                                        else ""))
         return (f"{rec.minibatches_done} minibatches in {rec.elapsed_s:.0f} board s, {rec.energy_j / 1e3:.1f} kJ, "
-                f"mean {mean_w:.2f} W; modes: {modes}; {len(rec.steps)} step(s); goal "
-                f"{'kept' if rec.goal_kept else 'MISSED'}" + stream_.latency_summary(rec.options, rec.run))
+                f"mean {mean_w:.2f} W; modes: {modes}; {len(rec.steps)} step(s)"
+                + (f" ({undone} undone)" if undone else "") + f"; {boards}"
+                + stream_.latency_summary(rec.options, rec.run))

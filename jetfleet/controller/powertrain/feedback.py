@@ -104,6 +104,10 @@ class Feedback:
         self.allowed = np.ones(len(base.modes), bool)
         self.observations: list[Observation] = []
 
+    def rule_out(self, index: int) -> None:
+        """Never choose mode ``index`` again (a step to it made the job worse)."""
+        self.allowed[index] = False
+
     def observe(self, obs: Observation, *, over_budget: bool = False) -> None:
         """Add one window; a window over the budget rules out every mode at least as high on every knob."""
         self.observations.append(obs)
@@ -128,10 +132,10 @@ class Feedback:
         return choose(self.predictions(), allowed=self.allowed, **goal)  # type: ignore[arg-type]
 
 
-def power_step(fb: Feedback, current: int, power_w: float, time_ms: float, *, budget_w: float, tolerance_w: float,
+def power_step(fb: Feedback, current: int, power_w: float, time_ms: float, *, budget_w: float, over: bool,
                steps_left: int) -> Step | None:
-    """After a window of ``current`` under a power budget: the step to take, or None to stay."""
-    over = power_w > budget_w + tolerance_w
+    """After a window of ``current`` under a power budget (``over``: the goal judged it over the budget, see
+    ``jobs.goals``): the step to take, or None to stay."""
     fb.observe(Observation(current, power_w, time_ms), over_budget=over)
     if not over and steps_left < 2:
         return None    # keep the last step for a correction
@@ -150,12 +154,12 @@ def power_step(fb: Feedback, current: int, power_w: float, time_ms: float, *, bu
 
 
 def deadline_step(fb: Feedback, current: int, power_w: float, time_ms: float, *, remaining_minibatches: int,
-                  time_left_s: float, tolerance: float, steps_left: int) -> Step | None:
-    """After a window of ``current`` under a deadline: the step to take (late: faster; slack: less power), or None."""
+                  time_left_s: float, tolerance: float, late: bool, steps_left: int) -> Step | None:
+    """After a window of ``current`` under a deadline (``late``: the goal judged its ETA past the time left, see
+    ``jobs.goals``): the step to take (late: faster; slack: less power), or None."""
     fb.observe(Observation(current, power_w, time_ms))
     if remaining_minibatches <= 0:
         return None
-    late = time_ms / 1e3 * remaining_minibatches > time_left_s * (1 + tolerance)
     if not late and steps_left < 2:
         return None
     if time_left_s <= 0:

@@ -12,10 +12,9 @@ import torch
 from torch import nn
 
 from jetfleet.controller.powertrain import stack as S
+from jetfleet.controller.powertrain.stack import DEFAULT_LAYERS, PUBLISHED_DROPOUT, mlp  # noqa: F401 - re-exported
 from jetfleet.shared.errors import InvalidArgument
 
-DEFAULT_LAYERS = (256, 128, 64)
-PUBLISHED_DROPOUT = (0.4, 0.3, 0.0)   # PowerTrain's reference MLP
 NO_DROPOUT = (0.0, 0.0, 0.0)
 # The default: the published layers without dropout. On the twin the dropout-free reference fits power
 # far better (validation MAPE 0.6% vs 4.3%) and transfers better (docs/jobs.md, `jetfleet eval choices`).
@@ -24,20 +23,6 @@ MIN_MODES = 5
 # Networks trained per stacked pass: beyond ~8 the stacked weights leave the CPU's caches and a copy
 # costs more, not less (measured on this project's 2-core machine: 0.50 CPU s per transfer at 8, 0.58 at 12).
 STACK_CHUNK = 8
-
-
-def mlp(layers: tuple[int, ...] = DEFAULT_LAYERS, dropout: tuple[float, ...] = PUBLISHED_DROPOUT) -> nn.Sequential:
-    """4 -> 256 -> dropout 0.4 -> 128 -> dropout 0.3 -> 64 -> 1, ReLU (the published architecture; ``dropout``
-    sets each hidden layer's rate, 0 for none)."""
-    mods: list[nn.Module] = []
-    width = 4
-    for h, p in zip(layers, dropout, strict=True):
-        mods += [nn.Linear(width, h), nn.ReLU()]
-        if p > 0:
-            mods.append(nn.Dropout(p))
-        width = h
-    mods.append(nn.Linear(width, 1))
-    return nn.Sequential(*mods)
 
 
 @dataclass

@@ -149,3 +149,10 @@ def choose(p: Predictions, *, power_budget_w: float | None = None, deadline_s: f
         goal = "least energy per epoch"
     return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, float(epoch_s[i]), float(energy[i]),
                   float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]), risk)
+
+
+def choice_at(p: Predictions, i: int, goal: str, minibatches_per_epoch: int = 1) -> Choice:
+    """Mode ``i`` as a choice for ``goal`` (a step back to a mode the job ran before, say), with its predictions."""
+    epoch_s = float(p.time_ms[i]) / 1e3 * minibatches_per_epoch
+    return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, epoch_s, float(p.power_w[i]) * epoch_s,
+                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]))

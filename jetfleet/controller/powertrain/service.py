@@ -232,11 +232,11 @@ class ModelService:
                     "predicted_time_ms": c.time_ms, "predicted_power_w": c.power_w, "observed_time_ms": observed_t,
                     "observed_power_w": observed_p, "time_error_pct": t_err, "power_error_pct": p_err,
                     "predicted_power_w_hi": c.power_hi_w, "goal_missed": missed, "note": note,
-                    "created_s": time.time(), "refined": req.refine}
+                    "created_s": self.registry.wall(), "refined": req.refine}
         await asyncio.to_thread(self.store.put_doc, "decision", decision_id, decision)
         if req.refine:  # the observed point joins the target's profiles for the next transfer
             rec = ProfileRecord(f"decision-{decision_id}", str(confirmed), 0, doc["board_model"], device, req.workload,
-                                observed_t, observed_p, time.time(), power_samples=len(power_w),
+                                observed_t, observed_p, self.registry.wall(), power_samples=len(power_w),
                                 steady_state_found=prof.profile.steady_state_found)
             await asyncio.to_thread(self.store.import_profiles, [rec], {})
         for what, gauge, pred, obs in (("time", self.metrics.decision_time, c.time_ms / 1e3, observed_t / 1e3),

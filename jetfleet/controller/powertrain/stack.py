@@ -164,6 +164,24 @@ def _adam(params: list[torch.Tensor], lr: float) -> torch.optim.Optimizer:
         return torch.optim.Adam(params, lr=lr, foreach=True)
 
 
+DEFAULT_LAYERS = (256, 128, 64)
+PUBLISHED_DROPOUT = (0.4, 0.3, 0.0)   # PowerTrain's reference MLP
+
+
+def mlp(layers: tuple[int, ...] = DEFAULT_LAYERS, dropout: tuple[float, ...] = PUBLISHED_DROPOUT) -> nn.Sequential:
+    """4 -> 256 -> dropout 0.4 -> 128 -> dropout 0.3 -> 64 -> 1, ReLU (the published architecture; ``dropout``
+    sets each hidden layer's rate, 0 for none)."""
+    mods: list[nn.Module] = []
+    width = 4
+    for h, p in zip(layers, dropout, strict=True):
+        mods += [nn.Linear(width, h), nn.ReLU()]
+        if p > 0:
+            mods.append(nn.Dropout(p))
+        width = h
+    mods.append(nn.Linear(width, 1))
+    return nn.Sequential(*mods)
+
+
 def _pairs(flat: list[torch.Tensor]) -> Params:
     return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
@@ -171,8 +189,6 @@ def _pairs(flat: list[torch.Tensor]) -> Params:
 def to_sequential(params: Params, i: int, layers: tuple[int, ...], dropout: tuple[float, ...],
                   build: type[nn.Sequential] | None = None) -> nn.Sequential:
     """Copy ``i`` of a stack as a plain nn.Sequential with the published layout (what a model document stores)."""
-    from jetfleet.controller.powertrain.nn import mlp
-
     model = mlp(layers, dropout)
     linears = [mod for mod in model if isinstance(mod, nn.Linear)]
     with torch.no_grad():

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from jetfleet.controller.store.job_record import JobRecord
 from jetfleet.shared.bounds import MAX_MINIBATCH_S, MAX_TIMESTAMP_S
 from jetfleet.shared.catalog import power_limit_w
 from jetfleet.shared.errors import InvalidArgument
@@ -134,43 +135,6 @@ class ProfileRecord:
         except ValueError:
             raise InvalidArgument(f"mode {self.mode[:64]!r} is not CORES/CPU/GPU/MEM", field="mode") from None
         return self
-
-
-@dataclass
-class JobRecord:
-    """A training job as stored: what to run, where and under which goal, and how far it got.
-
-    Progress (``minibatches_done``, ``energy_j``, ``elapsed_s``) belongs to the training command
-    ``run_id``; the store only ever moves it forward for that command (``advance_job``), so a report
-    from a superseded command or one that arrives late never counts a minibatch twice."""
-
-    job_id: str
-    workload: str
-    target_device: str             # one board, or ''
-    target_model: str              # the board model
-    goal: str                      # power, deadline, energy
-    power_budget_w: float
-    deadline_s: float              # board seconds for the whole job
-    minibatches: int               # the job's length
-    created_s: float
-    options: dict[str, Any] = field(default_factory=dict)   # confidence, max_steps, window_s, profile_modes, ...
-    state: str = "queued"          # queued, profiling, modelling, applying, running, done, failed, cancelled
-    detail: str = ""
-    device_id: str = ""            # the board running it now
-    model_id: str = ""
-    campaign_ids: list[str] = field(default_factory=list)
-    mode: str = ""                 # the mode it runs in now
-    choice: dict[str, Any] = field(default_factory=dict)    # the first choice: mode, predictions, bounds
-    run_id: str = ""               # the training command running it now
-    run: dict[str, Any] = field(default_factory=dict)       # that command: device, instance, offsets at its start
-    minibatches_done: int = 0
-    energy_j: float = 0.0
-    elapsed_s: float = 0.0         # board seconds of training
-    segments: list[dict[str, Any]] = field(default_factory=list)   # mode, device, minibatches, seconds, energy
-    steps: list[dict[str, Any]] = field(default_factory=list)      # the closed loop's steps
-    observed: dict[str, Any] = field(default_factory=dict)         # the last full window
-    goal_kept: bool = True
-    finished_s: float = 0.0
 
 
 @dataclass

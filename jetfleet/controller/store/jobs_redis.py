@@ -5,10 +5,9 @@ and a sorted set of job ids by creation time."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import Any
 
-from jetfleet.controller.store.base import JobRecord
+from jetfleet.controller.store.job_record import JobRecord, job_doc, job_from_doc
 
 # KEYS: the job's hash. ARGV: run id, minibatches done, energy, elapsed.
 _ADVANCE = """
@@ -25,19 +24,16 @@ for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 return 1
 """
-_PROGRESS = ("run_id", "minibatches_done", "energy_j", "elapsed_s")
 
 
 def _fields(rec: JobRecord) -> dict[str, str]:
-    d = asdict(rec)
-    progress = {k: d.pop(k) for k in _PROGRESS}
-    return {"doc": json.dumps(d), "run_id": progress["run_id"], "minibatches_done": str(progress["minibatches_done"]),
-            "energy_j": repr(float(progress["energy_j"])), "elapsed_s": repr(float(progress["elapsed_s"]))}
+    return {"doc": json.dumps(job_doc(rec)), "run_id": rec.run_id, "minibatches_done": str(rec.minibatches_done),
+            "energy_j": repr(float(rec.energy_j)), "elapsed_s": repr(float(rec.elapsed_s))}
 
 
 def _record(h: dict[str, str]) -> JobRecord:
-    return JobRecord(**json.loads(h["doc"]), run_id=h["run_id"], minibatches_done=int(h["minibatches_done"]),
-                     energy_j=float(h["energy_j"]), elapsed_s=float(h["elapsed_s"]))
+    return job_from_doc(json.loads(h["doc"]), run_id=h["run_id"], minibatches_done=int(h["minibatches_done"]),
+                        energy_j=float(h["energy_j"]), elapsed_s=float(h["elapsed_s"]))
 
 
 class RedisJobs:

@@ -6,28 +6,23 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import AbstractContextManager
-from dataclasses import asdict
 from typing import Any
 
-from jetfleet.controller.store.base import JobRecord
+from jetfleet.controller.store.job_record import JobRecord, job_doc, job_from_doc
 
 JOBS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
   job_id TEXT PRIMARY KEY, created_s REAL NOT NULL, doc TEXT NOT NULL, run_id TEXT NOT NULL,
   minibatches_done INTEGER NOT NULL, energy_j REAL NOT NULL, elapsed_s REAL NOT NULL);
 """
-_PROGRESS = ("run_id", "minibatches_done", "energy_j", "elapsed_s")
 
 
 def _doc(rec: JobRecord) -> str:
-    d = asdict(rec)
-    for k in _PROGRESS:
-        d.pop(k)
-    return json.dumps(d)
+    return json.dumps(job_doc(rec))
 
 
 def _record(row: tuple[Any, ...]) -> JobRecord:
-    return JobRecord(**json.loads(row[0]), run_id=row[1], minibatches_done=row[2], energy_j=row[3], elapsed_s=row[4])
+    return job_from_doc(json.loads(row[0]), run_id=row[1], minibatches_done=row[2], energy_j=row[3], elapsed_s=row[4])
 
 
 class SqliteJobs:

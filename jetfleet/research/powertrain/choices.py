@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from jetfleet.controller.jobs.loop import ClosedLoop, Point, Window
+from jetfleet.controller.jobs.goals import PowerBudget
+from jetfleet.controller.jobs.loop import ClosedLoop
+from jetfleet.controller.jobs.windows import Point, Window
 from jetfleet.controller.powertrain import nn as P
 from jetfleet.controller.powertrain.calibrate import Calibrated, fit_calibrated_many
 from jetfleet.controller.powertrain.feedback import Feedback
@@ -118,8 +120,7 @@ def run_loop(g: Grid, pred: Predictions, budget_w: float, *, max_steps: int, rng
     FailedPrecondition when the budget is below every mode's lower bound (a job would be refused)."""
     c = choose(pred, power_budget_w=budget_w)
     index = {str(m): i for i, m in enumerate(pred.modes)}
-    loop = ClosedLoop(Feedback(pred), index, goal="power", power_budget_w=budget_w, deadline_s=0.0, minibatches=1,
-                      max_steps=max_steps)
+    loop = ClosedLoop(PowerBudget(budget_w), Feedback(pred), index, max_steps=max_steps)
     current = first = c.index
     for _ in range(max_steps + 1):
         noise = rng.lognormal(0.0, WINDOW_NOISE, 2)

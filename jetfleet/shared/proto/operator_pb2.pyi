@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Device(_message.Message):
-    __slots__ = ("device_id", "model", "serial", "online", "current_mode", "current_mode_name", "last_seen_s", "software", "emulated", "last_telemetry", "catalog", "first_seen_s", "metrics_address", "workloads", "broken_workloads", "labels", "speed")
+    __slots__ = ("device_id", "model", "serial", "online", "current_mode", "current_mode_name", "last_seen_s", "software", "emulated", "last_telemetry", "catalog", "first_seen_s", "metrics_address", "workloads", "broken_workloads", "labels", "speed", "held_by", "busy_command")
     class SoftwareEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +46,8 @@ class Device(_message.Message):
     BROKEN_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     SPEED_FIELD_NUMBER: _ClassVar[int]
+    HELD_BY_FIELD_NUMBER: _ClassVar[int]
+    BUSY_COMMAND_FIELD_NUMBER: _ClassVar[int]
     device_id: str
     model: str
     serial: str
@@ -63,7 +65,9 @@ class Device(_message.Message):
     broken_workloads: _containers.ScalarMap[str, str]
     labels: _containers.ScalarMap[str, str]
     speed: float
-    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., online: bool = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., current_mode_name: _Optional[str] = ..., last_seen_s: _Optional[float] = ..., software: _Optional[_Mapping[str, str]] = ..., emulated: bool = ..., last_telemetry: _Optional[_Union[_common_pb2.TelemetrySample, _Mapping]] = ..., catalog: _Optional[_Union[_common_pb2.Catalog, _Mapping]] = ..., first_seen_s: _Optional[float] = ..., metrics_address: _Optional[str] = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ...) -> None: ...
+    held_by: str
+    busy_command: str
+    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., online: bool = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., current_mode_name: _Optional[str] = ..., last_seen_s: _Optional[float] = ..., software: _Optional[_Mapping[str, str]] = ..., emulated: bool = ..., last_telemetry: _Optional[_Union[_common_pb2.TelemetrySample, _Mapping]] = ..., catalog: _Optional[_Union[_common_pb2.Catalog, _Mapping]] = ..., first_seen_s: _Optional[float] = ..., metrics_address: _Optional[str] = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ..., held_by: _Optional[str] = ..., busy_command: _Optional[str] = ...) -> None: ...
 
 class ListDevicesRequest(_message.Message):
     __slots__ = ("model",)
@@ -553,7 +557,7 @@ class SubmitJobRequest(_message.Message):
     def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ..., fleet: bool = ..., priority: _Optional[float] = ...) -> None: ...
 
 class JobStep(_message.Message):
-    __slots__ = ("t_s", "at_minibatch", "from_mode", "to_mode", "reason", "observed_power_w", "observed_time_ms", "predicted_power_w", "predicted_power_w_hi", "predicted_time_ms", "kind")
+    __slots__ = ("t_s", "at_minibatch", "from_mode", "to_mode", "reason", "observed_power_w", "observed_time_ms", "predicted_power_w", "predicted_power_w_hi", "predicted_time_ms", "kind", "predicted_time_ms_hi")
     T_S_FIELD_NUMBER: _ClassVar[int]
     AT_MINIBATCH_FIELD_NUMBER: _ClassVar[int]
     FROM_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -565,6 +569,7 @@ class JobStep(_message.Message):
     PREDICTED_POWER_W_HI_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_TIME_MS_HI_FIELD_NUMBER: _ClassVar[int]
     t_s: float
     at_minibatch: int
     from_mode: str
@@ -576,7 +581,8 @@ class JobStep(_message.Message):
     predicted_power_w_hi: float
     predicted_time_ms: float
     kind: str
-    def __init__(self, t_s: _Optional[float] = ..., at_minibatch: _Optional[int] = ..., from_mode: _Optional[str] = ..., to_mode: _Optional[str] = ..., reason: _Optional[str] = ..., observed_power_w: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., predicted_time_ms: _Optional[float] = ..., kind: _Optional[str] = ...) -> None: ...
+    predicted_time_ms_hi: float
+    def __init__(self, t_s: _Optional[float] = ..., at_minibatch: _Optional[int] = ..., from_mode: _Optional[str] = ..., to_mode: _Optional[str] = ..., reason: _Optional[str] = ..., observed_power_w: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., predicted_time_ms: _Optional[float] = ..., kind: _Optional[str] = ..., predicted_time_ms_hi: _Optional[float] = ...) -> None: ...
 
 class JobSegment(_message.Message):
     __slots__ = ("mode", "device_id", "minibatches", "seconds", "energy_j")
@@ -593,7 +599,7 @@ class JobSegment(_message.Message):
     def __init__(self, mode: _Optional[str] = ..., device_id: _Optional[str] = ..., minibatches: _Optional[int] = ..., seconds: _Optional[float] = ..., energy_j: _Optional[float] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk", "priority", "fleet", "inference")
+    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk", "priority", "fleet", "inference", "waiting_for", "verdict", "history", "runs", "board_minibatches", "covered", "choice_note")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     TARGET_DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -633,6 +639,13 @@ class Job(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     FLEET_FIELD_NUMBER: _ClassVar[int]
     INFERENCE_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FOR_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    BOARD_MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    COVERED_FIELD_NUMBER: _ClassVar[int]
+    CHOICE_NOTE_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     workload: str
     target_device: str
@@ -672,7 +685,56 @@ class Job(_message.Message):
     priority: float
     fleet: bool
     inference: JobInference
-    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ..., priority: _Optional[float] = ..., fleet: bool = ..., inference: _Optional[_Union[JobInference, _Mapping]] = ...) -> None: ...
+    waiting_for: str
+    verdict: JobVerdict
+    history: _containers.RepeatedCompositeFieldContainer[JobTransition]
+    runs: _containers.RepeatedCompositeFieldContainer[JobRun]
+    board_minibatches: int
+    covered: bool
+    choice_note: str
+    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ..., priority: _Optional[float] = ..., fleet: bool = ..., inference: _Optional[_Union[JobInference, _Mapping]] = ..., waiting_for: _Optional[str] = ..., verdict: _Optional[_Union[JobVerdict, _Mapping]] = ..., history: _Optional[_Iterable[_Union[JobTransition, _Mapping]]] = ..., runs: _Optional[_Iterable[_Union[JobRun, _Mapping]]] = ..., board_minibatches: _Optional[int] = ..., covered: bool = ..., choice_note: _Optional[str] = ...) -> None: ...
+
+class JobVerdict(_message.Message):
+    __slots__ = ("judged", "kept", "constraint", "objective", "text")
+    JUDGED_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAINT_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    judged: bool
+    kept: bool
+    constraint: str
+    objective: str
+    text: str
+    def __init__(self, judged: bool = ..., kept: bool = ..., constraint: _Optional[str] = ..., objective: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
+
+class JobTransition(_message.Message):
+    __slots__ = ("state", "why", "at_s")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    AT_S_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    why: str
+    at_s: float
+    def __init__(self, state: _Optional[str] = ..., why: _Optional[str] = ..., at_s: _Optional[float] = ...) -> None: ...
+
+class JobRun(_message.Message):
+    __slots__ = ("run_id", "device_id", "base_done", "trained", "elapsed_s", "energy_j", "ended")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    BASE_DONE_FIELD_NUMBER: _ClassVar[int]
+    TRAINED_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
+    ENERGY_J_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    device_id: str
+    base_done: int
+    trained: int
+    elapsed_s: float
+    energy_j: float
+    ended: str
+    def __init__(self, run_id: _Optional[str] = ..., device_id: _Optional[str] = ..., base_done: _Optional[int] = ..., trained: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., ended: _Optional[str] = ...) -> None: ...
 
 class JobInference(_message.Message):
     __slots__ = ("workload", "arrival_rate", "trace", "latency_budget_s", "batch_size", "choice", "predicted_p95_ms", "served", "late", "dropped", "p50_ms", "p95_ms", "p99_ms", "latency_kept", "fastest_ms")

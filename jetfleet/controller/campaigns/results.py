@@ -56,12 +56,13 @@ def check_profile_result(p: agent_pb2.ProfileResult, catalog: Catalog, mode: str
 
 
 def profile_record(campaign_id: str, workload: str, device: str, model: str, mode: str,
-                   p: agent_pb2.ProfileResult) -> ProfileRecord:
+                   p: agent_pb2.ProfileResult, *, created_s: float | None = None) -> ProfileRecord:
     """The store's record of a checked result: the exact summary, and every raw sample of the window as the
     board sent it (the message serialized in one call, no per-sample reshaping)."""
     summary = summarise(p.minibatch_times_s, profile_power_w(p))
     return ProfileRecord(campaign_id, mode, 0, model, device, workload, summary.minibatch_time_median_ms,
-                         summary.power_mean_w, time.time(), summary.minibatch_time_mean_ms,
+                         summary.power_mean_w, time.time() if created_s is None else created_s,
+                         summary.minibatch_time_mean_ms,
                          summary.energy_per_minibatch_j, summary.power_samples, p.steady_state_found,
                          raw_pb=p.SerializeToString())
 

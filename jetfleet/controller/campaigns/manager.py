@@ -23,10 +23,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from jetfleet.controller.campaign_modes import MAX_MODES, resolve_modes  # noqa: F401 - MAX_MODES: its home was here
-from jetfleet.controller.campaign_results import BadResult, check_profile_result, failed_result, profile_record
-from jetfleet.controller.campaign_run import Run
+from jetfleet.controller.campaigns.modes import MAX_MODES, resolve_modes  # noqa: F401 - MAX_MODES: its home was here
+from jetfleet.controller.campaigns.results import BadResult, check_profile_result, failed_result, profile_record
+from jetfleet.controller.campaigns.run import Run
 from jetfleet.controller.commands import CommandRouter, command_record
+from jetfleet.controller.leases import BoardLeases, Holder
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.registry import LiveDevice, Registry
 from jetfleet.controller.retry import StoreBackoff, StoreRetry
@@ -59,7 +60,7 @@ TICK_S = 0.5                # the driver looks for idle boards at least this oft
 class CampaignManager:
     """Runs profiling campaigns: hands pending modes to idle target boards and stores each result exactly once."""
 
-    def __init__(self, registry: Registry, router: CommandRouter, metrics: ControllerMetrics, *,
+    def __init__(self, registry: Registry, router: CommandRouter, metrics: ControllerMetrics, leases: BoardLeases, *,
                  profile_timeout_s: float = DEFAULT_PROFILE_TIMEOUT_S,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep, wall: Callable[[], float] = time.time) -> None:
         self.registry, self.router, self.metrics = registry, router, metrics
@@ -68,31 +69,11 @@ class CampaignManager:
         self.profile_timeout_s = profile_timeout_s
         self.sleep = sleep
         self.runs: dict[str, Run] = {}
-        self._busy: dict[str, tuple[str, str]] = {}   # boards profiling now, across campaigns: -> (campaign, mode)
-        self._held: set[str] = set()   # boards a training job holds: campaigns wait for them
+        self.leases = leases   # a mode is measured on a board only while its campaign holds the board's lease
         self.retry = StoreRetry(sleep=sleep, on_retry=metrics.store_retries.inc)
         self._store_backoff = StoreBackoff()
         self._store_down = False
         self._ended: dict[str, int] = {}   # running campaigns: modes ended when the progress gauge was last set
-
-    def hold(self, device_id: str) -> bool:
-        """Reserve a board for a training job; False if it is profiling now (try again later)."""
-        if device_id in self._busy:
-            return False
-        self._held.add(device_id)
-        return True
-
-    def busy(self) -> set[str]:
-        """The boards profiling now."""
-        return set(self._busy)
-
-    def profiling(self, device_id: str) -> bool:
-        """True while a campaign profiles on the board (``busy`` without copying it: asked per board per tick)."""
-        return device_id in self._busy
-
-    def release(self, device_id: str) -> None:
-        """End a job's reservation of a board."""
-        self._held.discard(device_id)
 
     async def start(self) -> None:
         """Load every stored campaign, with each mode done only if its result is stored, and drive the running ones."""
@@ -158,7 +139,7 @@ class CampaignManager:
         spec = req.modes or ("file" if req.mode_list else "")
         modes = self.resolve_modes(catalog, spec, list(req.mode_list), req.seed, list(req.mode_lines))
         rec = CampaignRecord(uuid.uuid4().hex[:12], req.workload, req.device_id, catalog.model, spec[:128],
-                             req.minibatches or defaults.MINIBATCHES, time.time(), seed=req.seed)
+                             req.minibatches or defaults.MINIBATCHES, self.wall(), seed=req.seed)
         await asyncio.to_thread(self.store.create_campaign, rec, modes)
         run = Run(rec, modes, {m: ModeState(m) for m in modes}, {m: i for i, m in enumerate(modes)})
         self.runs[rec.campaign_id] = run
@@ -186,7 +167,7 @@ class CampaignManager:
         if run.rec.status not in allowed[action]:
             raise FailedPrecondition(f"campaign {campaign_id} is {run.rec.status}; cannot {action} it", field="action")
         status = {"pause": "paused", "resume": "running", "cancel": "cancelled"}[action]
-        finished = time.time() if status == "cancelled" else 0.0
+        finished = self.wall() if status == "cancelled" else 0.0
         await asyncio.to_thread(self.store.set_campaign_status, campaign_id, status, finished)
         run.rec.status, run.rec.finished_s = status, finished
         if action == "resume":
@@ -241,14 +222,15 @@ class CampaignManager:
             dispatched = False
             for live in online:
                 device = live.record.device_id
-                if device in self._busy or device in self._held:
-                    continue
+                if self.leases.holder(device) is not None or self.leases.queued(device):
+                    continue   # held by other work, or promised to whoever queues for it
                 mode = run.take(lambda m, live=live: self._holds(run, live, m))  # type: ignore[misc]
                 if mode is None:
                     continue
+                taken = self.leases.try_take(device, self._lease(run, mode))
+                assert taken, "a free board with an empty queue is taken"
                 dispatched = True
                 run.in_flight[mode] = device
-                self._busy[device] = (run.rec.campaign_id, mode)
                 run.spawn(self._dispatch(run, device, mode))
             if online and not dispatched and not run.in_flight and run.queue:
                 await self._fail_unrunnable(run, online)
@@ -259,7 +241,7 @@ class CampaignManager:
                 pass
 
     async def _finish(self, run: Run) -> None:
-        finished = time.time()
+        finished = self.wall()
         await self.retry.run(self.store.set_campaign_status, run.rec.campaign_id, "done", finished,
                              what=f"campaign {run.rec.campaign_id} done")
         run.rec.status, run.rec.finished_s = "done", finished
@@ -292,7 +274,7 @@ class CampaignManager:
         started = time.monotonic()
         stored_state = True
         cmd: agent_pb2.Command | None = None
-        created_s = time.time()
+        created_s = self.wall()
         outcome: JetfleetError | None = None   # why no result came back, for the command's log entry
         answer: agent_pb2.CommandResult | None = None   # a result that came back (and was then refused)
         try:
@@ -352,12 +334,12 @@ class CampaignManager:
         if stored_state and state.status != "done":
             entry = None
             if cmd is not None and answer is not None:   # an answer that was refused (an impossible result)
-                entry = command_record(device, cmd, created_s, result=answer, finished_s=time.time())
+                entry = command_record(device, cmd, created_s, result=answer, finished_s=self.wall())
             elif cmd is not None and outcome is not None:   # the board answered with a failure, or never answered
                 failed = outcome.code not in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED")
                 entry = command_record(device, cmd, created_s, error=outcome,
                                        result=failed_result(cmd.command_id, outcome) if failed else None,
-                                       finished_s=time.time())
+                                       finished_s=self.wall())
             await self.retry.run(self.store.set_mode_state, run.rec.campaign_id, state, entry, what="mode state")
 
     def _store_result(self, run: Run, device: str, catalog: Catalog, mode: str, cmd: agent_pb2.Command,
@@ -365,14 +347,19 @@ class CampaignManager:
         """Check a board's result and store it with its mode done and the command's log entry in one durable write
         (blocking: run off the event loop). BadResult for a result that cannot be true."""
         check_profile_result(result.profile, catalog, mode, run.rec.workload, run.rec.minibatches)
-        record = profile_record(run.rec.campaign_id, run.rec.workload, device, catalog.model, mode, result.profile)
+        record = profile_record(run.rec.campaign_id, run.rec.workload, device, catalog.model, mode, result.profile,
+                                created_s=self.wall())
         return self.store.record_result(record, command_record(device, cmd, created_s, result=result,
-                                                               finished_s=time.time()))
+                                                               finished_s=self.wall()))
+
+    @staticmethod
+    def _lease(run: Run, mode: str) -> Holder:
+        cid = run.rec.campaign_id
+        return Holder("campaign", f"{cid}/{mode}", f"campaign {cid} (profiling {run.rec.workload} in {mode})")
 
     def _release(self, device: str, run: Run, mode: str) -> None:
-        """The board is free again, unless it was given other work meanwhile."""
-        if self._busy.get(device) == (run.rec.campaign_id, mode):
-            del self._busy[device]
+        """The board is free again (a no-op if this mode's lease was let go already)."""
+        self.leases.release(device, self._lease(run, mode))
 
     def _failed_attempt(self, run: Run, mode: str, device: str, e: JetfleetError, limit: int, *,
                         answered: bool = False) -> None:
@@ -395,7 +382,7 @@ class CampaignManager:
         eta = -1.0
         if run.durations and remaining:
             per_mode = sum(run.durations) / len(run.durations)
-            idle = [d for d in self._candidates(run) if d.online and d.record.device_id not in self._busy]
+            idle = [d for d in self._candidates(run) if d.online and self.leases.holder(d.record.device_id) is None]
             eta = remaining * per_mode / max(1, len(boards) or len(idle))
         elif not remaining:
             eta = 0.0
@@ -412,7 +399,11 @@ class CampaignManager:
         if run.rec.status != "running" or run.in_flight or not run.queue:
             return ""
         candidates = self._candidates(run)
-        if any(d.online for d in candidates):
+        online = [d for d in candidates if d.online]
+        held = {d.record.device_id: self.leases.holder(d.record.device_id) for d in online}
+        if online and all(h is not None and h.kind != "campaign" for h in held.values()):
+            return "waiting for a board: " + "; ".join(f"{dev} busy, held by {h}" for dev, h in list(held.items())[:5])
+        if online:
             return ""
         if run.rec.target_device:
             known = f"offline since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(candidates[0].record.last_seen_s))}" \
