@@ -19,13 +19,14 @@ _EXPORTS = {
     "DEFAULT_CONTROLLER": "core", "OperatorClient": "core", "connect": "core", "controller_address": "core",
     "CatalogSummary": "devices", "Device": "devices", "SetModeResult": "devices", "TelemetrySample": "devices",
     "Job": "jobs", "JobSegment": "jobs", "JobStep": "jobs",
-    "Applied": "models", "Choice": "models", "Model": "models", "Prediction": "models", "Predictions": "models",
-    "TrainingProgress": "models",
+    "Applied": "models", "Choice": "models", "KnobCoverage": "models", "Model": "models", "ModelCoverage": "models",
+    "Prediction": "models", "Predictions": "models", "TrainingProgress": "models",
     "ProfiledWorkload": "rooflines", "RooflinePoint": "rooflines", "Rooflines": "rooflines",
     "ClientSettings": "settings", "resolve": "settings",
 }
 __all__ = ["DEFAULT_CONTROLLER", "Applied", "Campaign", "CatalogSummary", "Choice", "ClientSettings", "Device",
-           "ExportedProfiles", "ImportResult", "Job", "JobSegment", "JobStep", "Model", "OperatorClient", "Prediction",
+           "ExportedProfiles", "ImportResult", "Job", "JobSegment", "JobStep", "KnobCoverage", "Model", "ModelCoverage",
+           "OperatorClient", "Prediction",
            "Predictions", "ProfiledWorkload", "RooflinePoint", "Rooflines", "SetModeResult", "TelemetrySample",
            "TrainingProgress", "connect", "controller_address", "resolve"]
 
@@ -34,7 +35,16 @@ if TYPE_CHECKING:
     from jetfleet.client.core import DEFAULT_CONTROLLER, OperatorClient, connect, controller_address
     from jetfleet.client.devices import CatalogSummary, Device, SetModeResult, TelemetrySample
     from jetfleet.client.jobs import Job, JobSegment, JobStep
-    from jetfleet.client.models import Applied, Choice, Model, Prediction, Predictions, TrainingProgress
+    from jetfleet.client.models import (
+        Applied,
+        Choice,
+        KnobCoverage,
+        Model,
+        ModelCoverage,
+        Prediction,
+        Predictions,
+        TrainingProgress,
+    )
     from jetfleet.client.rooflines import ProfiledWorkload, RooflinePoint, Rooflines
     from jetfleet.client.settings import ClientSettings, resolve
 
