@@ -6,10 +6,12 @@ the model's coverage (``powertrain/coverage.py``).
 
 Prints, per fit: held-out validation MAPE (what `model show` reports), MAPE inside and outside the
 coverage (modes not fitted on), the share of modes outside the coverage whose truth lies within the
-calibrated 90% bounds, and the factor by which those bounds must be widened for 90% of them to hold.
-The factor ``optimize.OUTSIDE_COVERAGE_FACTOR`` is chosen from these figures (docs/models.md).
+calibrated 90% bounds and within those bounds widened as predictions widen them, and the factor by
+which the bounds must be widened (upper x F, lower / F) for 90% of those modes to hold: beyond a knob
+the fit saw move, and beyond a knob it saw at one level only. ``optimize.OUTSIDE_COVERAGE_FACTOR``
+and ``NEVER_MOVED_FACTOR`` are chosen from these figures (docs/models.md).
 
-    .venv/bin/python bench/coverage.py [--workloads resnet18,mobilenet_v3] [--epochs 100]
+    .venv/bin/python bench/coverage.py [--workloads resnet18,mobilenet_v3] [--epochs 100] [--raw]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from jetfleet.controller.powertrain import nn as P  # noqa: E402
 from jetfleet.controller.powertrain.calibrate import DEFAULT_CONFIDENCE, Calibration  # noqa: E402
 from jetfleet.controller.powertrain.coverage import Coverage  # noqa: E402
+from jetfleet.controller.powertrain.optimize import NEVER_MOVED_FACTOR, OUTSIDE_COVERAGE_FACTOR  # noqa: E402
 from jetfleet.research.powertrain.evaluate import twin_truth  # noqa: E402
 from jetfleet.shared.catalog import get_catalog  # noqa: E402
 
@@ -51,9 +54,9 @@ def main() -> None:
     args = ap.parse_args()
     cat = get_catalog(BOARD)
     catalog_levels = {k: cat.knob_values(k) for k in ("cores", "cpu_mhz", "gpu_mhz", "mem_mhz")}
-    needed: list[float] = []
+    needed: dict[str, list[float]] = {"moved": [], "one level": []}
     print(f"{'workload':<13} {'fit':<24} {'modes':>5} {'val MAPE t/p':>13} {'in MAPE t/p':>13} {'out MAPE t/p':>13} "
-          f"{'out n':>6} {'in bounds t/p':>14} {'factor t/p':>11}")
+          f"{'out n':>6} {'in bounds t/p':>14} {'in widened t/p':>14} {'F moved t/p':>13} {'F one-level t/p':>15}")
     for w in args.workloads.split(","):
         full = twin_truth(BOARD, w, grid="full")
         where = {m: i for i, m in enumerate(full.modes)}
@@ -68,27 +71,35 @@ def main() -> None:
             unfitted = np.ones(len(full.modes), bool)
             unfitted[fit] = False
             row = [f"{w:<13} {name:<24} {len(fit):>5}", f"{tn.val_mape:5.1f} /{pn.val_mape:5.1f}"]
-            ins, out, inb, fac = [], [], [], []
+            ins, out, inb, wid, fac = [], [], [], [], []
+            o_m = ~covered
+            never = cov.never_moved(full.x)[o_m]
             for net, truth in ((tn, full.time_ms), (pn, full.power_w)):
                 pred = net.predict(full.x if args.raw else cov.clamp(full.x))
                 cal = Calibration(net.val_log_residuals)
                 lo, hi = cal.lower_log(DEFAULT_CONFIDENCE), cal.upper_log(DEFAULT_CONFIDENCE)
                 r = np.log(truth / pred)
-                i_m, o_m = covered & unfitted, ~covered
+                i_m = covered & unfitted
                 ins.append(P.mape(pred[i_m], truth[i_m]) if i_m.any() else float("nan"))
                 out.append(P.mape(pred[o_m], truth[o_m]) if o_m.any() else float("nan"))
-                excess = np.maximum(np.maximum(r[o_m] - hi, lo - r[o_m]), 0.0)
-                inb.append(float(np.mean(excess == 0)) * 100 if o_m.any() else float("nan"))
-                f = float(np.exp(np.quantile(excess, DEFAULT_CONFIDENCE))) if o_m.any() else float("nan")
-                fac.append(f)
-                if o_m.any() and name != "complete grid":
-                    needed.append(f)
+                need = np.maximum(np.maximum(r[o_m] - hi, lo - r[o_m]), 0.0)   # log factor to reach its bound
+                inb.append(float(np.mean(need == 0)) * 100 if o_m.any() else float("nan"))
+                chosen = np.log(np.where(never, NEVER_MOVED_FACTOR, OUTSIDE_COVERAGE_FACTOR))
+                wid.append(float(np.mean(need <= chosen + 1e-12)) * 100 if o_m.any() else float("nan"))
+                for group, mask in (("moved", ~never), ("one level", never)):
+                    f = float(np.exp(np.quantile(need[mask], DEFAULT_CONFIDENCE))) if mask.any() else float("nan")
+                    fac.append(f)
+                    if mask.any():
+                        needed[group].append(f)
+            cells = [f"{v:5.2f}" if np.isfinite(v) else "    -" for v in fac]   # '-': no such mode outside
             row += [f"{ins[0]:5.1f} /{ins[1]:5.1f}", f"{out[0]:5.1f} /{out[1]:5.1f}", f"{int((~covered).sum()):>6}",
-                    f"{inb[0]:5.0f}% /{inb[1]:4.0f}%", f"{fac[0]:4.2f} /{fac[1]:4.2f}"]
+                    f"{inb[0]:5.0f}% /{inb[1]:4.0f}%", f"{wid[0]:5.0f}% /{wid[1]:4.0f}%", f"{cells[0]} /{cells[2]}",
+                    f"{cells[1]} /{cells[3]}"]
             print(" ".join(row), flush=True)
-    print(f"\nfactor needed for {DEFAULT_CONFIDENCE:.0%} of the modes outside a partial fit's coverage to fall within its "
-          f"widened bounds: median {np.median(needed):.2f}, 75th percentile {np.percentile(needed, 75):.2f}, "
-          f"max {max(needed):.2f} (over {len(needed)} time and power fits)")
+    for group, fs in needed.items():
+        print(f"\nfactor needed beyond a knob the fit saw {'move' if group == 'moved' else 'at one level only'}, for "
+              f"{DEFAULT_CONFIDENCE:.0%} of those modes to fall within their widened bounds: median {np.median(fs):.2f}, "
+              f"max {max(fs):.2f} (over {len(fs)} time and power fits)")
 
 
 if __name__ == "__main__":

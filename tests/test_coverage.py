@@ -22,6 +22,7 @@ from jetfleet.controller.powertrain.optimize import (
 )
 from jetfleet.research.powertrain.evaluate import csv_text, twin_truth
 from jetfleet.shared.catalog import PowerMode, get_catalog
+from jetfleet.shared.errors import FailedPrecondition
 
 from .harness import LabThread
 
@@ -85,10 +86,15 @@ def test_predictions_outside_the_coverage_are_marked_and_their_bounds_widened_by
     assert np.allclose(p.power_hi[:2], plain.power_hi[:2]) and np.allclose(p.time_lo[:2], plain.time_lo[:2])
     assert np.allclose(p.power_hi[2:], plain.power_hi[2:] * NEVER_MOVED_FACTOR)   # cores: seen at one level only
     assert np.allclose(p.time_lo[2:], plain.time_lo[2:] / NEVER_MOVED_FACTOR)
-    # beyond the span of a knob the fit did see move: the smaller factor
-    modes = [PowerMode(2, 115.2, 306.0, 204.0), PowerMode(4, 192.0, 306.0, 204.0), PowerMode(6, 192.0, 306.0, 204.0)]
-    q = Predictions(modes, np.ones(3), np.ones(3)).outside_coverage(Coverage.of(modes[:2], modes[:2], "test"))
-    assert q.covered.tolist() == [True, True, False] and q.power_hi[2] == pytest.approx(OUTSIDE_COVERAGE_FACTOR)
+    assert np.allclose(p.time_hi[2:], plain.time_hi[2:] * NEVER_MOVED_FACTOR)
+    assert np.allclose(p.power_lo[2:], plain.power_lo[2:] / NEVER_MOVED_FACTOR)
+    # beyond the span of a knob the fit did see move (above it or below): the smaller factor
+    modes = [PowerMode(2, 115.2, 306.0, 204.0), PowerMode(4, 192.0, 306.0, 204.0), PowerMode(6, 192.0, 306.0, 204.0),
+             PowerMode(1, 192.0, 306.0, 204.0)]
+    q = Predictions(modes, np.ones(4), np.ones(4)).outside_coverage(Coverage.of(modes[:2], modes[:2], "test"))
+    assert q.covered.tolist() == [True, True, False, False]
+    assert q.power_hi.tolist() == pytest.approx([1, 1, OUTSIDE_COVERAGE_FACTOR, OUTSIDE_COVERAGE_FACTOR])
+    assert q.time_lo.tolist() == pytest.approx([1, 1, 1 / OUTSIDE_COVERAGE_FACTOR, 1 / OUTSIDE_COVERAGE_FACTOR])
 
 
 def test_a_choice_prefers_covered_modes_and_a_choice_outside_says_why():
@@ -103,6 +109,14 @@ def test_a_choice_prefers_covered_modes_and_a_choice_outside_says_why():
     assert "outside the model's coverage (cores 4 above the 2 it was fitted on" in c.coverage_note
     assert f"bounds widened x{NEVER_MOVED_FACTOR:g}" in c.coverage_note
     assert c.power_hi_w == pytest.approx(plain.power_hi[c.index] * NEVER_MOVED_FACTOR)
+
+
+def test_a_goal_no_mode_can_meet_is_refused_naming_a_mode_the_model_knows():
+    _, p = _predictions()
+    with pytest.raises(FailedPrecondition) as e:
+        choose(p, power_budget_w=0.1)
+    assert e.value.message.startswith("no mode can run under 0.1 W: the lowest-power mode is 2/115.2/306/204 at 5.0 W")
+    assert e.value.message.endswith("nor can a mode outside the model's coverage, by its widened bounds")
 
 
 def test_the_closed_loop_keeps_the_coverage_of_its_model():

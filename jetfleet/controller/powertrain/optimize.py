@@ -23,7 +23,7 @@ from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 # widened: upper bound x F, lower / F. ``bench/coverage.py`` chose F on the twin (docs/models.md): references
 # fitted on partial AGX Orin grids (its first 210 modes, 2 cores only, the lower half of one knob, the complete
 # grid; ResNet-18, MobileNetV3, LSTM, YOLOv8n), the largest factor that 90% of the modes outside needed to fall
-# within their widened 90% bounds: 3.31 beyond a knob's span the fit saw move, 9.25 at a knob it saw at one
+# within their widened 90% bounds: 3.31 beyond a knob's span the fit saw move, 9.59 beyond a knob it saw at one
 # level only (fitted on 2 cores, MobileNetV3 at 4-12 cores is off by 265%).
 OUTSIDE_COVERAGE_FACTOR = 3.5
 NEVER_MOVED_FACTOR = 10.0
@@ -57,7 +57,9 @@ class Predictions:
 
     def outside_coverage(self, coverage: Coverage) -> Predictions:
         """These predictions marked with the modes ``coverage`` holds (``covered``), the bounds of every other
-        mode widened by OUTSIDE_COVERAGE_FACTOR (NEVER_MOVED_FACTOR beyond a knob the fit saw at one level)."""
+        mode widened by OUTSIDE_COVERAGE_FACTOR (NEVER_MOVED_FACTOR beyond a knob the fit saw at one level), on
+        both sides: going up a knob does not always draw more power (a data-bound MobileNetV3 draws less at a
+        higher memory clock: docs/models.md)."""
         x = np.array([m.as_tuple() for m in self.modes], float)
         covered = coverage.covered(x)
         f = np.where(covered, 1.0, np.where(coverage.never_moved(x), NEVER_MOVED_FACTOR, OUTSIDE_COVERAGE_FACTOR))
@@ -150,14 +152,22 @@ def choose(p: Predictions, *, power_budget_w: float | None = None, deadline_s: f
 
     ok = np.ones(len(p.modes), bool) if allowed is None else np.asarray(allowed, bool)
     inside = ok & p.covered
+    refused: FailedPrecondition | None = None
     if inside.any() and (ok & ~p.covered).any():
         try:
             c = among(inside)
             if not c.at_risk:
                 return c
-        except FailedPrecondition:
-            pass
-    c = among(allowed)
+        except FailedPrecondition as e:
+            refused = e
+    try:
+        c = among(allowed)
+    except FailedPrecondition as e:
+        if refused is None:
+            raise
+        # name the mode the model knows (the one outside has only its widened bounds to show)
+        raise FailedPrecondition(f"{refused.message}; nor can a mode outside the model's coverage, by its widened "
+                                 "bounds", field=refused.field) from e
     return c if p.covered[c.index] else replace(c, covered=False, coverage_note=p.coverage_note(c.index))
 
 
