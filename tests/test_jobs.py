@@ -246,8 +246,9 @@ BAD_JOBS = [
      InvalidArgument, "confidence"),
     (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=10, minibatches=10, strategy="magic"),
      InvalidArgument, "strategy 'magic'"),
-    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=1, minibatches=10), FailedPrecondition,
-     "no mode can run under 1 W: the lowest-power mode is 1/"),
+    # the model saw 2-6 cores: a 1-core mode's bounds are widened (x3.5, docs/models.md), so 1 W is not ruled out
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=0.5, minibatches=10), FailedPrecondition,
+     "no mode can run under 0.5 W: the lowest-power mode is 2/.*nor can a mode outside the model's coverage"),
     (dict(workload="mobilenet_v3", device_id="orin-nano-0", deadline_s=10, minibatches=100_000), FailedPrecondition,
      "no mode can finish 100000 minibatches in 10 s: the fastest, 6/"),
 ]

@@ -20,21 +20,56 @@ from jetfleet.cli.common import (
 )
 from jetfleet.cli.complete import complete_board_models, complete_devices, complete_workloads
 from jetfleet.cli.quantity import parse_quantity
+from jetfleet.shared.catalog import format_mhz
+
+
+def coverage_state(cov: dict[str, Any] | None) -> str:
+    """'complete', 'PARTIAL', 'PARTIAL (accepted)' or 'unknown' (a controller older than coverage)."""
+    if not cov:
+        return "unknown"
+    if not cov["partial"]:
+        return "complete" + (" (partial reference)" if cov.get("partial_reference") else "")
+    return "PARTIAL (accepted)" if cov["accepted_partial"] else "PARTIAL"
+
+
+def coverage_text(cov: dict[str, Any]) -> list[str]:
+    """A model's coverage as lines: the grid it came from, then per knob the levels seen against it."""
+    state = coverage_state(cov)
+    if cov["partial"]:
+        state += ": it misses levels of its grid; predictions beyond the levels it saw are marked, their bounds widened"
+    lines = [f"  coverage {state}", f"    fitted on {cov['fitted_modes']} of the {cov['grid_modes']} modes of "
+             f"{cov['grid']}"]
+    for knob, k in cov["knobs"].items():
+        seen = k["seen"]
+        span = f"{format_mhz(seen[0])}" if len(seen) == 1 else f"{format_mhz(seen[0])}..{format_mhz(seen[-1])}"
+        line = f"    {knob}: {len(seen)} of {len(k['grid'])} levels ({span})"
+        if k["missing"]:
+            line += "; MISSING " + ", ".join(format_mhz(v) for v in k["missing"])
+        if k["catalog"]:
+            line += f"; catalog {format_mhz(k['catalog'][0])}..{format_mhz(k['catalog'][-1])} ({len(k['catalog'])} levels)"
+        lines.append(line)
+    if cov.get("partial_reference"):
+        lines.append(f"    transferred from the PARTIAL reference {cov['partial_reference']}")
+    return lines
 
 
 def model_text(d: dict[str, Any]) -> str:
-    """A model dict as text: what it is and where it comes from, its held-out accuracy, and any in-sample
-    figure labelled as such (a fit on the training modes says little about the modes it predicts)."""
+    """A model dict as text: what it is and where it comes from, its coverage, its held-out accuracy (and what it
+    was measured on), and any in-sample figure labelled as such (a fit on the training modes says little about
+    the modes it predicts)."""
     m = d["metrics"]
+    cov = d.get("coverage")
     parent = f" from {d['parent_id']}" if d["parent_id"] else ""
     lines = [f"{d['model_id']}: {d['kind']} for {d['workload']} on {d['board_model']} (v{d['version']}, "
              f"{d['training_modes']} modes{parent})"]
+    where = ("; measured inside its PARTIAL coverage only, not an accuracy over the catalog"
+             if cov and cov["partial"] else "")
 
     def pair(prefix: str, what: str) -> None:
         t, p = m.get(f"{prefix}time_{what}_mape_pct"), m.get(f"{prefix}power_{what}_mape_pct")
         if t is not None and p is not None:
-            label = {"cv": f"held-out MAPE ({int(m.get('folds', 5))}-fold cross-validation on its modes)",
-                     "val": "held-out MAPE (10% of its modes kept out of training)",
+            label = {"cv": f"held-out MAPE ({int(m.get('folds', 5))}-fold cross-validation on its modes{where})",
+                     "val": f"held-out MAPE (10% of its {d['training_modes']} modes kept out of training{where})",
                      "fit": "in-sample fit on its own training modes (not an accuracy)"}[what]
             lines.append(f"  {'from-scratch baseline: ' if prefix else ''}{label}: time {t:.1f}%, power {p:.1f}%")
 
@@ -46,6 +81,8 @@ def model_text(d: dict[str, Any]) -> str:
         lines.append("  " + ", ".join(f"{k} {v}" for k, v in rest.items()))
     if not any(k.endswith(("_cv_mape_pct", "_val_mape_pct")) for k in m):
         lines.append("  no held-out accuracy recorded (a model from an older version: transfer again)")
+    if cov:
+        lines += coverage_text(cov)
     return "\n".join(lines)
 
 
@@ -84,19 +121,22 @@ def _train(output: str, label: str, run: Callable[[Any], Any], interrupted: str)
 @click.option("--no-dropout", is_flag=True, help="the published MLP without its dropout layers (the default)")
 @click.option("--dropout", "published_dropout", is_flag=True,
               help="the published MLP with its dropout layers (0.4, 0.3): fits worse on the twin (docs/jobs.md)")
+@click.option("--accept-partial", is_flag=True, help="fit profiles that miss knob levels of their grid (a cancelled "
+              "campaign), refused otherwise; the model is marked partial and trusted only inside the levels it saw")
 @connection_options
 @output_option
 @handle_errors
 def train_reference(conn: Connection, board_model: str, workload: str, campaign_id: str, epochs: int, no_dropout: bool,
-                    published_dropout: bool, output: str) -> None:
+                    published_dropout: bool, accept_partial: bool, output: str) -> None:
     """Train the reference time and power MLPs on a fully profiled workload (the published layers, by default
-    without dropout), showing each epoch; Ctrl-C cancels the training (nothing is stored)."""
+    without dropout), showing each epoch; Ctrl-C cancels the training (nothing is stored). Profiles that miss
+    knob levels of their grid are refused, naming them, unless --accept-partial."""
     if no_dropout and published_dropout:
         raise click.UsageError("--no-dropout and --dropout contradict each other; give one")
     with conn.client() as c:
         m = _train(output, f"reference {workload}@{board_model}", lambda show: c.train_reference(
             board_model, workload, campaign_id=campaign_id, epochs=epochs, published_dropout=published_dropout,
-            on_progress=show),
+            accept_partial=accept_partial, on_progress=show),
             "interrupted: training cancelled; the controller stops it at its next epoch and stores no model")
     emit(output, m.to_dict(), model_text)
 
@@ -133,8 +173,8 @@ def model_ls(conn: Connection, output: str) -> None:
     with conn.client() as c:
         rows = [m.to_dict() for m in c.list_models()]
     emit(output, rows, lambda rs: table([[r["model_id"], r["kind"], r["board_model"], r["workload"],
-                                          r["training_modes"]] for r in rs],
-                                        ["MODEL", "KIND", "BOARD", "WORKLOAD", "MODES"]))
+                                          r["training_modes"], coverage_state(r["coverage"])] for r in rs],
+                                        ["MODEL", "KIND", "BOARD", "WORKLOAD", "MODES", "COVERAGE"]))
 
 
 @model_group.command("show")
@@ -143,7 +183,7 @@ def model_ls(conn: Connection, output: str) -> None:
 @output_option
 @handle_errors
 def model_show(conn: Connection, model_id: str, output: str) -> None:
-    """One model's lineage and metrics."""
+    """One model's lineage, metrics and coverage (the knob levels it was fitted on)."""
     with conn.client() as c:
         emit(output, c.get_model(model_id).to_dict(), model_text)
 
@@ -158,6 +198,12 @@ def _predictions(conn: Connection, board_model: str, workload: str, model_id: st
 def _bounds_note(confidence: float) -> str:
     return (f"bounds: each holds for {confidence:.0%} of modes (calibrated on held-out modes)" if confidence
             else "no bounds: the model has no calibration (transfer it again)")
+
+
+def _outside_note(rows: list[dict[str, Any]]) -> str:
+    outside = sum(not x["covered"] for x in rows)
+    return (f"; {outside} OUTSIDE the model's coverage (beyond the knob levels it was fitted on: predicted at the "
+            "nearest mode it covers, bounds widened; `model show` says what it saw)" if outside else "")
 
 
 confidence_option = click.option("--confidence", default=0.0, type=float,
@@ -180,9 +226,10 @@ def predict(conn: Connection, board_model: str, workload: str, model_id: str, gr
     rows = [p.to_dict() for p in r.predictions]
     emit(output, {"model_id": r.model_id, "confidence": r.confidence, "predictions": rows}, lambda d: table(
         [[x["mode"], f"{x['time_ms']:.1f}", f"{x['time_ms_lo']:.1f}-{x['time_ms_hi']:.1f}", f"{x['power_w']:.2f}",
-          f"{x['power_w_lo']:.2f}-{x['power_w_hi']:.2f}", "*" if x["pareto"] else ""] for x in d["predictions"]],
-        ["MODE", "MS/MINIBATCH", "MS BOUNDS", "W", "W BOUNDS", "PARETO"])
-        + f"\n{len(rows)} modes, model {d['model_id']}; {_bounds_note(d['confidence'])}")
+          f"{x['power_w_lo']:.2f}-{x['power_w_hi']:.2f}", "*" if x["pareto"] else "", "" if x["covered"] else "OUTSIDE"]
+         for x in d["predictions"]],
+        ["MODE", "MS/MINIBATCH", "MS BOUNDS", "W", "W BOUNDS", "PARETO", "COVERAGE"])
+        + f"\n{len(rows)} modes, model {d['model_id']}; {_bounds_note(d['confidence'])}" + _outside_note(rows))
 
 
 @click.command("pareto")
@@ -208,7 +255,8 @@ def pareto(conn: Connection, board_model: str, workload: str, model_id: str, plo
         [[x["mode"], f"{x['time_ms']:.1f}", f"{x['time_ms_lo']:.1f}-{x['time_ms_hi']:.1f}", f"{x['power_w']:.2f}",
           f"{x['power_w_lo']:.2f}-{x['power_w_hi']:.2f}"] for x in d["front"]],
         ["MODE", "MS/MINIBATCH", "MS BOUNDS", "W", "W BOUNDS"])
-        + f"\n{len(front)} Pareto-optimal modes; {_bounds_note(d['confidence'])}" + (f"; plot written to {plot}" if plot else ""))
+        + f"\n{len(front)} Pareto-optimal modes; {_bounds_note(d['confidence'])}" + _outside_note(d["front"])
+        + (f"; plot written to {plot}" if plot else ""))
 
 
 @click.command("optimize")
@@ -259,6 +307,8 @@ def optimize(conn: Connection, device: str, board_model: str, workload: str, pow
                     f"{d['energy_per_epoch_j']:.2f} J/minibatch") + f" (model {d['model_id']})"]
         if d["at_risk"]:
             lines.append(f"  AT RISK: no mode meets the goal at {d['confidence']:.0%}; this is the closest")
+        if not d["covered"]:
+            lines.append(f"  OUTSIDE COVERAGE: no mode the model covers meets the goal; {d['coverage_note']}")
         for a in d["applied"]:
             lines.append(f"  {a['device_id']} runs {a['confirmed']}: observed {a['observed_time_ms']:.1f} ms, "
                          f"{a['observed_power_w']:.2f} W (prediction off by {a['time_error_pct']:+.1f}% time, "

@@ -19,13 +19,14 @@ _EXPORTS = {
     "DEFAULT_CONTROLLER": "core", "OperatorClient": "core", "connect": "core", "controller_address": "core",
     "CatalogSummary": "devices", "Device": "devices", "SetModeResult": "devices", "TelemetrySample": "devices",
     "Job": "jobs", "JobRun": "jobs", "JobSegment": "jobs", "JobStep": "jobs", "JobVerdict": "jobs",
-    "Applied": "models", "Choice": "models", "Model": "models", "Prediction": "models", "Predictions": "models",
-    "TrainingProgress": "models",
+    "Applied": "models", "Choice": "models", "KnobCoverage": "models", "Model": "models", "ModelCoverage": "models",
+    "Prediction": "models", "Predictions": "models", "TrainingProgress": "models",
     "ProfiledWorkload": "rooflines", "RooflinePoint": "rooflines", "Rooflines": "rooflines",
     "ClientSettings": "settings", "resolve": "settings",
 }
 __all__ = ["DEFAULT_CONTROLLER", "Applied", "Campaign", "CatalogSummary", "Choice", "ClientSettings", "Device",
-           "ExportedProfiles", "ImportResult", "Job", "JobRun", "JobSegment", "JobStep", "JobVerdict", "Model",
+           "ExportedProfiles", "ImportResult", "Job", "JobRun", "JobSegment", "JobStep", "JobVerdict", "KnobCoverage",
+           "Model", "ModelCoverage",
            "OperatorClient", "Prediction",
            "Predictions", "ProfiledWorkload", "RooflinePoint", "Rooflines", "SetModeResult", "TelemetrySample",
            "TrainingProgress", "connect", "controller_address", "resolve"]
@@ -35,7 +36,16 @@ if TYPE_CHECKING:
     from jetfleet.client.core import DEFAULT_CONTROLLER, OperatorClient, connect, controller_address
     from jetfleet.client.devices import CatalogSummary, Device, SetModeResult, TelemetrySample
     from jetfleet.client.jobs import Job, JobRun, JobSegment, JobStep, JobVerdict
-    from jetfleet.client.models import Applied, Choice, Model, Prediction, Predictions, TrainingProgress
+    from jetfleet.client.models import (
+        Applied,
+        Choice,
+        KnobCoverage,
+        Model,
+        ModelCoverage,
+        Prediction,
+        Predictions,
+        TrainingProgress,
+    )
     from jetfleet.client.rooflines import ProfiledWorkload, RooflinePoint, Rooflines
     from jetfleet.client.settings import ClientSettings, resolve
 

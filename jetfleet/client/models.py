@@ -16,9 +16,52 @@ def _r(x: float) -> float:
 
 
 @dataclass(frozen=True)
+class KnobCoverage:
+    """One knob of a model's coverage: the levels it was fitted on (``seen``), those of the grid its profiles came
+    from, those of the target catalog (empty: unknown), and the grid's levels it never saw (``missing``)."""
+
+    knob: str
+    seen: list[float]
+    grid: list[float]
+    catalog: list[float]
+    missing: list[float]
+
+
+@dataclass(frozen=True)
+class ModelCoverage:
+    """Where a model is valid: per knob, the levels it was fitted on. ``partial``: it misses levels of the grid its
+    profiles came from (``grid``, ``grid_modes`` modes); ``accepted_partial``: the operator accepted that;
+    ``partial_reference``: a transfer's reference, when that one is partial."""
+
+    knobs: list[KnobCoverage]
+    grid: str
+    grid_modes: int
+    fitted_modes: int
+    partial: bool
+    accepted_partial: bool
+    partial_reference: str | None
+
+    @classmethod
+    def from_pb(cls, c: operator_pb2.ModelCoverage) -> ModelCoverage:
+        """From the wire message."""
+        return cls([KnobCoverage(k.knob, list(k.seen), list(k.grid), list(k.catalog), list(k.missing))
+                    for k in c.knobs], c.grid, c.grid_modes, c.fitted_modes, c.partial, c.accepted_partial,
+                   c.partial_reference or None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As `model ls/show --output json` print it."""
+        return {"grid": self.grid, "grid_modes": self.grid_modes, "fitted_modes": self.fitted_modes,
+                "partial": self.partial, "accepted_partial": self.accepted_partial,
+                "partial_reference": self.partial_reference,
+                "knobs": {k.knob: {"seen": k.seen, "grid": k.grid, "catalog": k.catalog, "missing": k.missing}
+                          for k in self.knobs}}
+
+
+@dataclass(frozen=True)
 class Model:
-    """A stored time-and-power model: what it predicts, where it comes from, and its metrics (MAPE % held out and
-    in-sample, fit seconds, the from-scratch baseline beside a transfer)."""
+    """A stored time-and-power model: what it predicts, where it comes from, its metrics (MAPE % held out and
+    in-sample, fit seconds, the from-scratch baseline beside a transfer) and its coverage (None from a controller
+    older than coverage)."""
 
     model_id: str
     kind: str                 # reference, transfer
@@ -29,19 +72,21 @@ class Model:
     training_modes: int
     created_s: float
     metrics: dict[str, float]
+    coverage: ModelCoverage | None = None
 
     @classmethod
     def from_pb(cls, m: operator_pb2.ModelInfo) -> Model:
         """From the wire message."""
         return cls(m.model_id, m.kind, m.board_model, m.workload, m.parent_id or None, m.version, m.training_modes,
-                   m.created_s, dict(m.metrics))
+                   m.created_s, dict(m.metrics), ModelCoverage.from_pb(m.coverage) if m.HasField("coverage") else None)
 
     def to_dict(self) -> dict[str, Any]:
         """As `model ls/show/train-reference/transfer --output json` print it (metrics to 3 decimals)."""
         return {"model_id": self.model_id, "kind": self.kind, "board_model": self.board_model,
                 "workload": self.workload, "parent_id": self.parent_id, "version": self.version,
                 "training_modes": self.training_modes, "created_s": self.created_s,
-                "metrics": {k: _r(v) for k, v in sorted(self.metrics.items())}}
+                "metrics": {k: _r(v) for k, v in sorted(self.metrics.items())},
+                "coverage": self.coverage.to_dict() if self.coverage else None}
 
 
 @dataclass(frozen=True)
@@ -77,12 +122,14 @@ class Prediction:
     power_w_lo: float
     power_w_hi: float
     pareto: bool
+    covered: bool = True      # False: outside the model's coverage (predicted at the nearest mode in it, bounds wider)
 
     def to_dict(self) -> dict[str, Any]:
         """As `predict --output json` prints each row (3 decimals)."""
         return {"mode": str(self.mode), "time_ms": _r(self.time_ms), "power_w": _r(self.power_w),
                 "time_ms_lo": _r(self.time_ms_lo), "time_ms_hi": _r(self.time_ms_hi),
-                "power_w_lo": _r(self.power_w_lo), "power_w_hi": _r(self.power_w_hi), "pareto": self.pareto}
+                "power_w_lo": _r(self.power_w_lo), "power_w_hi": _r(self.power_w_hi), "pareto": self.pareto,
+                "covered": self.covered}
 
 
 @dataclass(frozen=True)
@@ -99,7 +146,7 @@ class Predictions:
         """From the wire message."""
         return cls(r.model_id, r.confidence, r.pareto_size, [
             Prediction(mode_from_pb(p.mode), p.time_ms, p.power_w, p.time_ms_lo, p.time_ms_hi, p.power_w_lo, p.power_w_hi,
-                       p.pareto) for p in r.predictions])
+                       p.pareto, not p.outside_coverage) for p in r.predictions])
 
     @property
     def front(self) -> list[Prediction]:
@@ -134,7 +181,8 @@ class Applied:
 class Choice:
     """The mode chosen for a goal with its predictions and bounds; ``epoch_s``/``energy_per_epoch_j`` for the
     epoch length asked (one minibatch when none was); ``at_risk`` when only the closest mode could be offered;
-    ``applied`` when it was pushed to boards."""
+    ``covered`` False when it is outside the model's coverage (``coverage_note`` says why); ``applied`` when it
+    was pushed to boards."""
 
     model_id: str
     goal: str
@@ -151,6 +199,8 @@ class Choice:
     predicted_power_w_hi: float
     at_risk: bool
     applied: list[Applied]
+    covered: bool = True
+    coverage_note: str = ""
 
     @classmethod
     def from_pb(cls, r: operator_pb2.OptimizeResponse) -> Choice:
@@ -160,7 +210,7 @@ class Choice:
                    r.predicted_time_ms_hi, r.predicted_power_w_lo, r.predicted_power_w_hi, r.at_risk,
                    [Applied(a.device_id, mode_from_pb(a.confirmed), a.observed_time_ms, a.observed_power_w,
                             a.time_error_pct, a.power_error_pct, a.decision_id, a.goal_missed, a.note)
-                    for a in r.applied])
+                    for a in r.applied], not r.outside_coverage, r.coverage_note)
 
     def to_dict(self) -> dict[str, Any]:
         """As `optimize --output json` prints it."""
@@ -170,6 +220,7 @@ class Choice:
                 "confidence": self.confidence, "predicted_time_ms_hi": _r(self.predicted_time_ms_hi),
                 "predicted_power_w_lo": _r(self.predicted_power_w_lo),
                 "predicted_power_w_hi": _r(self.predicted_power_w_hi), "at_risk": self.at_risk,
+                "covered": self.covered, "coverage_note": self.coverage_note or None,
                 "applied": [a.to_dict() for a in self.applied]}
 
 
@@ -193,13 +244,17 @@ class ModelMethods:
         raise JetfleetError(f"{method} ended without a model")
 
     def train_reference(self, board_model: str, workload: str, *, campaign_id: str = "", epochs: int = 100,
-                        published_dropout: bool = False, on_progress: ProgressCallback | None = None) -> Model:
+                        published_dropout: bool = False, accept_partial: bool = False,
+                        on_progress: ProgressCallback | None = None) -> Model:
         """Train and store the reference time and power networks on every profiled mode of (board model, workload)
         (only campaign ``campaign_id``'s if given): the published layers, without dropout unless
-        ``published_dropout``. ``on_progress`` sees every epoch. Interrupting the call (Ctrl-C, or leaving it
-        from ``on_progress`` with an exception) stops the training on the controller; nothing is stored."""
+        ``published_dropout``. Profiles that miss knob levels of their grid (a cancelled campaign) are refused
+        (FailedPrecondition naming the levels) unless ``accept_partial``; the model then says it is partial.
+        ``on_progress`` sees every epoch. Interrupting the call (Ctrl-C, or leaving it from ``on_progress`` with
+        an exception) stops the training on the controller; nothing is stored."""
         req = operator_pb2.TrainReferenceRequest(board_model=board_model, workload=workload, campaign_id=campaign_id,
-                                                 epochs=epochs, published_dropout=published_dropout)
+                                                 epochs=epochs, published_dropout=published_dropout,
+                                                 accept_partial=accept_partial)
         return self._train("TrainReferenceStream", req, on_progress)
 
     def transfer_model(self, board_model: str, workload: str, *, reference_id: str = "",

@@ -255,10 +255,12 @@ def _objective(rec: JobRecord, quantity: str) -> tuple[bool, str]:
     if last is None or last.mode != rec.mode:
         return True, f"{rec.mode or 'its mode'}: no full window observed to hold to its prediction"
     t, t_hi, p, p_hi = promised
+    outside = "" if rec.choice is None or rec.choice.covered or rec.choice.mode != rec.mode else \
+        " (outside its model's coverage: bounds widened)"
     if quantity == "time":
         ok = last.time_ms <= t_hi
         return ok, (f"{last.time_ms:.1f} ms per minibatch in {rec.mode} {'within' if ok else 'SLOWER than'} its "
-                    f"prediction {t:.1f} ms (upper bound {t_hi:.1f})")
+                    f"prediction {t:.1f} ms (upper bound {t_hi:.1f}){outside}")
     if quantity == "power":
         ok = last.power_w <= p_hi
         return ok, (f"{last.power_w:.2f} W in {rec.mode} {'within' if ok else 'ABOVE'} its prediction {p:.2f} W "

@@ -163,7 +163,8 @@ class JobRunner:
             return
         c = self.goal.choose(pred, rec.minibatches)
         rec.choice = ChoiceRecord(str(c.mode), c.goal, c.time_ms, c.time_hi_ms, c.power_w, c.power_hi_w, c.power_lo_w,
-                                  c.at_risk, pred.confidence, time_lo_ms=c.time_lo_ms)
+                                  c.at_risk, pred.confidence, time_lo_ms=c.time_lo_ms, covered=c.covered,
+                                  note=c.coverage_note)
         rec.mode = str(c.mode)
         await self.save()
 

@@ -123,9 +123,10 @@ class Feedback:
         b = self.base
         power = b.power_w * np.exp(pm)
         time = b.time_ms * np.exp(tm)
-        return Predictions(b.modes, time, power, time * np.exp(_scaled(self.time_log[0], tv)),
-                           time * np.exp(_scaled(self.time_log[1], tv)), power * np.exp(_scaled(self.power_log[0], pv)),
-                           power * np.exp(_scaled(self.power_log[1], pv)), b.confidence, b.time_log, b.power_log)
+        p = Predictions(b.modes, time, power, time * np.exp(_scaled(self.time_log[0], tv)),
+                        time * np.exp(_scaled(self.time_log[1], tv)), power * np.exp(_scaled(self.power_log[0], pv)),
+                        power * np.exp(_scaled(self.power_log[1], pv)), b.confidence, b.time_log, b.power_log)
+        return p if b.coverage is None else p.outside_coverage(b.coverage)   # outside the model's coverage: wider
 
     def choose(self, **goal: float | int | bool | None) -> Choice:
         """``optimize.choose`` on the corrected predictions among the modes not ruled out."""

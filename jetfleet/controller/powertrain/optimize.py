@@ -3,7 +3,11 @@
 Every prediction carries calibrated bounds (``calibrate.py``): a power budget is met by the
 fastest mode whose *upper* power bound is within it, a deadline by the lowest-power mode whose
 *upper* time bound meets it. Epoch time = minibatch time x minibatches per epoch; energy per
-epoch = power x epoch time."""
+epoch = power x epoch time.
+
+A model is trusted only where it was fitted (``coverage.py``): a mode outside its coverage is marked
+(``Predictions.covered``), its bounds are widened by ``OUTSIDE_COVERAGE_FACTOR``, and ``choose``
+prefers the modes inside; a choice outside says so (``Choice.covered``, ``Choice.coverage_note``)."""
 
 from __future__ import annotations
 
@@ -11,8 +15,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from jetfleet.controller.powertrain.coverage import Coverage
 from jetfleet.shared.catalog import PowerMode
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
+
+# The bounds of a mode outside its model's coverage (predicted at the nearest covered point, ``ModelRepo``) are
+# widened: upper bound x F, lower / F. ``bench/coverage.py`` chose F on the twin (docs/models.md): references
+# fitted on partial AGX Orin grids (its first 210 modes, 2 cores only, the lower half of one knob, the complete
+# grid; ResNet-18, MobileNetV3, LSTM, YOLOv8n), the largest factor that 90% of the modes outside needed to fall
+# within their widened 90% bounds: 3.31 beyond a knob's span the fit saw move, 9.59 beyond a knob it saw at one
+# level only (fitted on 2 cores, MobileNetV3 at 4-12 cores is off by 265%).
+OUTSIDE_COVERAGE_FACTOR = 3.5
+NEVER_MOVED_FACTOR = 10.0
 
 
 @dataclass(frozen=True)
@@ -30,12 +44,37 @@ class Predictions:
     confidence: float = 0.0    # the level of the bounds; 0 when they are the point predictions
     time_log: tuple[float, float] = (0.0, 0.0)    # the (lower, upper) log factors the bounds apply
     power_log: tuple[float, float] = (0.0, 0.0)
+    covered: np.ndarray = None  # type: ignore[assignment]  # per mode: inside the model's coverage; None: all
+    coverage: Coverage | None = None                # the model's coverage, where it is known
 
     def __post_init__(self) -> None:
         for name, base in (("time_lo", "time_ms"), ("time_hi", "time_ms"), ("power_lo", "power_w"),
                            ("power_hi", "power_w")):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, getattr(self, base))
+        if self.covered is None:
+            object.__setattr__(self, "covered", np.ones(len(self.modes), bool))
+
+    def outside_coverage(self, coverage: Coverage) -> Predictions:
+        """These predictions marked with the modes ``coverage`` holds (``covered``), the bounds of every other
+        mode widened by OUTSIDE_COVERAGE_FACTOR (NEVER_MOVED_FACTOR beyond a knob the fit saw at one level), on
+        both sides: going up a knob does not always draw more power (a data-bound MobileNetV3 draws less at a
+        higher memory clock: docs/models.md)."""
+        x = np.array([m.as_tuple() for m in self.modes], float)
+        covered = coverage.covered(x)
+        f = np.where(covered, 1.0, np.where(coverage.never_moved(x), NEVER_MOVED_FACTOR, OUTSIDE_COVERAGE_FACTOR))
+        return replace(self, time_lo=self.time_lo / f, time_hi=self.time_hi * f, power_lo=self.power_lo / f,
+                       power_hi=self.power_hi * f, covered=covered, coverage=coverage)
+
+    def coverage_note(self, i: int) -> str:
+        """Why mode ``i`` is outside the model's coverage, and what that does to its bounds ('' inside)."""
+        if self.covered[i] or self.coverage is None:
+            return ""
+        mode = self.modes[i]
+        f = NEVER_MOVED_FACTOR if self.coverage.never_moved(np.array(mode.as_tuple(), float))[0] \
+            else OUTSIDE_COVERAGE_FACTOR
+        return (f"{mode} is outside the model's coverage ({self.coverage.reason(mode)}): predicted at the nearest "
+                f"mode it covers, bounds widened x{f:g}")
 
     def bounded(self, confidence: float, time_log: tuple[float, float], power_log: tuple[float, float]) -> Predictions:
         """These predictions with bounds: each (lower, upper) pair is the log factor applied to the prediction."""
@@ -58,7 +97,8 @@ class Predictions:
 class Choice:
     """A chosen mode, its index, predicted time (ms) and power (W) with their bounds, the goal, and time (s)
     and energy (J) per epoch. ``at_risk``: no mode met the goal at the bound's confidence, so this is the one
-    closest to it (the closed loop watches it)."""
+    closest to it (the closed loop watches it). ``covered`` False: the mode is outside the model's coverage
+    (no mode inside met the goal), its bounds widened; ``coverage_note`` says why."""
 
     mode: PowerMode
     index: int
@@ -72,6 +112,8 @@ class Choice:
     time_lo_ms: float = 0.0
     power_lo_w: float = 0.0
     at_risk: bool = False
+    covered: bool = True        # inside the model's coverage; outside, ``coverage_note`` says why
+    coverage_note: str = ""
 
 
 def pareto_front(time_ms: np.ndarray, power_w: np.ndarray) -> np.ndarray:
@@ -102,6 +144,35 @@ def check_goal(power_budget_w: float | None, deadline_s: float | None, min_energ
 
 def choose(p: Predictions, *, power_budget_w: float | None = None, deadline_s: float | None = None,
            min_energy: bool = False, minibatches_per_epoch: int = 1, allowed: np.ndarray | None = None) -> Choice:
+    """``choose_among`` preferring the modes inside the model's coverage: a mode outside is chosen only when no
+    mode inside meets the goal (by its bounds), and is then marked ``covered=False`` with the reason."""
+    def among(mask: np.ndarray | None) -> Choice:
+        return choose_among(p, power_budget_w=power_budget_w, deadline_s=deadline_s, min_energy=min_energy,
+                            minibatches_per_epoch=minibatches_per_epoch, allowed=mask)
+
+    ok = np.ones(len(p.modes), bool) if allowed is None else np.asarray(allowed, bool)
+    inside = ok & p.covered
+    refused: FailedPrecondition | None = None
+    if inside.any() and (ok & ~p.covered).any():
+        try:
+            c = among(inside)
+            if not c.at_risk:
+                return c
+        except FailedPrecondition as e:
+            refused = e
+    try:
+        c = among(allowed)
+    except FailedPrecondition as e:
+        if refused is None:
+            raise
+        # name the mode the model knows (the one outside has only its widened bounds to show)
+        raise FailedPrecondition(f"{refused.message}; nor can a mode outside the model's coverage, by its widened "
+                                 "bounds", field=refused.field) from e
+    return c if p.covered[c.index] else replace(c, covered=False, coverage_note=p.coverage_note(c.index))
+
+
+def choose_among(p: Predictions, *, power_budget_w: float | None = None, deadline_s: float | None = None,
+                 min_energy: bool = False, minibatches_per_epoch: int = 1, allowed: np.ndarray | None = None) -> Choice:
     """The mode that meets one goal: fastest under a power budget, lowest power within a deadline, or least energy.
 
     Budgets and deadlines are checked against the upper bounds. FailedPrecondition when even the lower
@@ -154,5 +225,7 @@ def choose(p: Predictions, *, power_budget_w: float | None = None, deadline_s: f
 def choice_at(p: Predictions, i: int, goal: str, minibatches_per_epoch: int = 1) -> Choice:
     """Mode ``i`` as a choice for ``goal`` (a step back to a mode the job ran before, say), with its predictions."""
     epoch_s = float(p.time_ms[i]) / 1e3 * minibatches_per_epoch
+    covered = bool(p.covered[i])
     return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, epoch_s, float(p.power_w[i]) * epoch_s,
-                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]))
+                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]),
+                  covered=covered, coverage_note="" if covered else p.coverage_note(i))

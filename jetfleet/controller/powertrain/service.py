@@ -9,6 +9,7 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from jetfleet.controller.powertrain.calibrate import (
     calibrated_passes,
     fit_calibrated_many,
 )
+from jetfleet.controller.powertrain.coverage import Coverage
 from jetfleet.controller.powertrain.optimize import Choice, Predictions, choose, pareto_front
 from jetfleet.controller.powertrain.progress import EpochReporter, stream_training
 from jetfleet.controller.registry import Registry
@@ -32,7 +34,7 @@ from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.columns import profile_power_w
 from jetfleet.shared.convert import mode_from_pb, mode_to_pb
-from jetfleet.shared.errors import InvalidArgument, NotFound
+from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, NotFound
 from jetfleet.shared.proto import agent_pb2, operator_pb2
 
 # A window's mean power within this share of the budget counts as meeting it: the rails' shunt monitors
@@ -61,7 +63,8 @@ class ModelService:
         return operator_pb2.ModelInfo(model_id=doc["model_id"], kind=doc["kind"], board_model=doc["board_model"],
                                       workload=doc["workload"], parent_id=doc["parent_id"], version=doc["version"],
                                       created_s=doc["created_s"], training_modes=len(doc["training_modes"]),
-                                      metrics={k: float(v) for k, v in doc["metrics"].items()})
+                                      metrics={k: float(v) for k, v in doc["metrics"].items()},
+                                      coverage=coverage_to_pb(ModelRepo.coverage(doc)))
 
     def model_doc(self, model_id: str = "", board_model: str = "", workload: str = "",
                   kind: str = "") -> dict[str, Any]:
@@ -76,7 +79,16 @@ class ModelService:
         epochs = req.epochs or 100
         if not 1 <= epochs <= 10_000:
             raise InvalidArgument("epochs must be 1..10000", field="epochs")
-        modes, t, p = self.repo.profiles(req.board_model, req.workload, req.campaign_id)
+        modes, t, p, coverage = self.repo.profiles_covered(req.board_model, req.workload, req.campaign_id,
+                                                           self._known_catalog(req.board_model), req.accept_partial)
+        if coverage.partial and not req.accept_partial:
+            raise FailedPrecondition(
+                f"the profiles of {req.workload} on {req.board_model} are a partial grid: {coverage.fitted_modes} of "
+                f"the {coverage.grid_modes} modes of {coverage.grid}, missing the knob levels "
+                f"{coverage.missing_text()}; a reference fitted on them would only guess the rest of the catalog. "
+                "Profile the missing levels (a paused campaign: `jetfleet profile resume ID`), or accept a partial "
+                "reference with --accept-partial (accept_partial): it is then marked partial and trusted only "
+                "inside the levels it saw", field="accept_partial")
         x = np.array([m.as_tuple() for m in modes], float)
         P = torch_nn()  # noqa: N806
         start = time.perf_counter()
@@ -89,7 +101,7 @@ class ModelService:
         cal = (Calibration(tn.val_log_residuals), Calibration(pn.val_log_residuals)) if tn.val_log_residuals else None
         return self.repo.save("reference", req.board_model, req.workload, "", modes, tn, pn,
                               {"time_val_mape_pct": tn.val_mape, "power_val_mape_pct": pn.val_mape, "fit_s": fit_s,
-                               "epochs": float(epochs)}, dropout, cal)
+                               "epochs": float(epochs)}, dropout, cal, coverage)
 
     async def train_reference(self, req: operator_pb2.TrainReferenceRequest) -> operator_pb2.ModelInfo:
         """Train reference time and power networks on a board model's profiles of a workload, and store them."""
@@ -116,7 +128,10 @@ class ModelService:
         """Transfer ``reference`` to the target's profiled modes with 5-fold calibration, fit the from-scratch
         baseline the same way beside it (unless ``baseline`` is False), and store the model (blocking).
         ``progress`` hears of every epoch of the ``transfer_phases`` and may stop it before anything is stored."""
-        modes, t, p = self.repo.profiles(board_model, workload, campaign_id)
+        modes, t, p, coverage = self.repo.profiles_covered(board_model, workload, campaign_id,
+                                                           self._known_catalog(board_model))
+        if self.repo.coverage(reference).partial:
+            coverage = replace(coverage, partial_reference=reference["model_id"])
         x = np.array([m.as_tuple() for m in modes], float)
         P = torch_nn()  # noqa: N806
         start = time.perf_counter()
@@ -134,7 +149,8 @@ class ModelService:
         if progress is not None:
             progress.check()
         return self.repo.save("transfer", board_model, workload, reference["model_id"], modes, ct.net, cp.net, metrics,
-                              tuple(reference.get("dropout", P.PUBLISHED_DROPOUT)), (ct.calibration, cp.calibration))
+                              tuple(reference.get("dropout", P.PUBLISHED_DROPOUT)), (ct.calibration, cp.calibration),
+                              coverage)
 
     def _transfer(self, req: operator_pb2.TransferModelRequest, progress: EpochReporter | None = None) -> dict[str, Any]:
         ref = self.repo.doc(req.reference_id, req.reference_board_model, req.reference_workload, "reference")
@@ -152,6 +168,13 @@ class ModelService:
     # --- prediction and choice -----------------------------------------------------------------------
     def _catalog(self, board_model: str, device_id: str = "") -> Catalog:
         return self.campaigns.catalog_for(device_id, board_model)
+
+    def _known_catalog(self, board_model: str) -> Catalog | None:
+        """The board model's catalog, or None when it has none (profiles imported before catalogs were stored)."""
+        try:
+            return self._catalog(board_model)
+        except NotFound:
+            return None
 
     def _predict(self, board_model: str, workload: str, model_id: str, grid: str, confidence: float,
                  device_id: str = "") -> tuple[dict[str, Any], Predictions]:
@@ -175,7 +198,7 @@ class ModelService:
             out.predictions.append(operator_pb2.Prediction(
                 mode=mode_to_pb(m), time_ms=float(pr.time_ms[i]), power_w=float(pr.power_w[i]), pareto=i in front,
                 time_ms_lo=float(pr.time_lo[i]), time_ms_hi=float(pr.time_hi[i]), power_w_lo=float(pr.power_lo[i]),
-                power_w_hi=float(pr.power_hi[i])))
+                power_w_hi=float(pr.power_hi[i]), outside_coverage=not pr.covered[i]))
         return out
 
     async def optimize(self, req: operator_pb2.OptimizeRequest) -> operator_pb2.OptimizeResponse:
@@ -199,7 +222,7 @@ class ModelService:
             predicted_time_ms=c.time_ms, predicted_power_w=c.power_w, epoch_s=c.epoch_s,
             energy_per_epoch_j=c.energy_per_epoch_j, confidence=pr.confidence, predicted_time_ms_lo=c.time_lo_ms,
             predicted_time_ms_hi=c.time_hi_ms, predicted_power_w_lo=c.power_lo_w, predicted_power_w_hi=c.power_hi_w,
-            at_risk=c.at_risk)
+            at_risk=c.at_risk, outside_coverage=not c.covered, coverage_note=c.coverage_note)
         if not req.apply:
             return out
         targets = [req.device_id] if req.device_id else [d.record.device_id for d in self.registry.list(board_model)
@@ -232,6 +255,7 @@ class ModelService:
                     "predicted_time_ms": c.time_ms, "predicted_power_w": c.power_w, "observed_time_ms": observed_t,
                     "observed_power_w": observed_p, "time_error_pct": t_err, "power_error_pct": p_err,
                     "predicted_power_w_hi": c.power_hi_w, "goal_missed": missed, "note": note,
+                    "outside_coverage": not c.covered, "coverage_note": c.coverage_note,
                     "created_s": self.registry.wall(), "refined": req.refine}
         await asyncio.to_thread(self.store.put_doc, "decision", decision_id, decision)
         if req.refine:  # the observed point joins the target's profiles for the next transfer
@@ -247,6 +271,15 @@ class ModelService:
         return operator_pb2.Applied(device_id=device, confirmed=mode_to_pb(confirmed), observed_time_ms=observed_t,
                                     observed_power_w=observed_p, time_error_pct=t_err, power_error_pct=p_err,
                                     decision_id=decision_id, goal_missed=missed, note=note)
+
+
+def coverage_to_pb(c: Coverage) -> operator_pb2.ModelCoverage:
+    """A model's coverage as the operator API's ModelCoverage."""
+    return operator_pb2.ModelCoverage(
+        knobs=[operator_pb2.KnobCoverage(knob=k.knob, seen=k.seen, grid=k.grid, catalog=k.catalog, missing=k.missing)
+               for k in c.knobs],
+        grid=c.grid, grid_modes=c.grid_modes, fitted_modes=c.fitted_modes, partial=c.partial,
+        accepted_partial=c.accepted_partial, partial_reference=c.partial_reference)
 
 
 def goal_check(req: operator_pb2.OptimizeRequest, observed_time_ms: float, observed_power_w: float) -> tuple[bool, str]:

@@ -280,7 +280,7 @@ class ProfilesChunk(_message.Message):
     def __init__(self, csv: _Optional[str] = ..., rows: _Optional[int] = ..., name: _Optional[str] = ..., allow_new: _Optional[_Iterable[str]] = ..., allow_any_new: bool = ...) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("model_id", "kind", "board_model", "workload", "parent_id", "version", "created_s", "training_modes", "metrics")
+    __slots__ = ("model_id", "kind", "board_model", "workload", "parent_id", "version", "created_s", "training_modes", "metrics", "coverage")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -297,6 +297,7 @@ class ModelInfo(_message.Message):
     CREATED_S_FIELD_NUMBER: _ClassVar[int]
     TRAINING_MODES_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     kind: str
     board_model: str
@@ -306,7 +307,40 @@ class ModelInfo(_message.Message):
     created_s: float
     training_modes: int
     metrics: _containers.ScalarMap[str, float]
-    def __init__(self, model_id: _Optional[str] = ..., kind: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., parent_id: _Optional[str] = ..., version: _Optional[int] = ..., created_s: _Optional[float] = ..., training_modes: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    coverage: ModelCoverage
+    def __init__(self, model_id: _Optional[str] = ..., kind: _Optional[str] = ..., board_model: _Optional[str] = ..., workload: _Optional[str] = ..., parent_id: _Optional[str] = ..., version: _Optional[int] = ..., created_s: _Optional[float] = ..., training_modes: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., coverage: _Optional[_Union[ModelCoverage, _Mapping]] = ...) -> None: ...
+
+class KnobCoverage(_message.Message):
+    __slots__ = ("knob", "seen", "grid", "catalog", "missing")
+    KNOB_FIELD_NUMBER: _ClassVar[int]
+    SEEN_FIELD_NUMBER: _ClassVar[int]
+    GRID_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_FIELD_NUMBER: _ClassVar[int]
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    knob: str
+    seen: _containers.RepeatedScalarFieldContainer[float]
+    grid: _containers.RepeatedScalarFieldContainer[float]
+    catalog: _containers.RepeatedScalarFieldContainer[float]
+    missing: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, knob: _Optional[str] = ..., seen: _Optional[_Iterable[float]] = ..., grid: _Optional[_Iterable[float]] = ..., catalog: _Optional[_Iterable[float]] = ..., missing: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class ModelCoverage(_message.Message):
+    __slots__ = ("knobs", "grid", "grid_modes", "fitted_modes", "partial", "accepted_partial", "partial_reference")
+    KNOBS_FIELD_NUMBER: _ClassVar[int]
+    GRID_FIELD_NUMBER: _ClassVar[int]
+    GRID_MODES_FIELD_NUMBER: _ClassVar[int]
+    FITTED_MODES_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_PARTIAL_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    knobs: _containers.RepeatedCompositeFieldContainer[KnobCoverage]
+    grid: str
+    grid_modes: int
+    fitted_modes: int
+    partial: bool
+    accepted_partial: bool
+    partial_reference: str
+    def __init__(self, knobs: _Optional[_Iterable[_Union[KnobCoverage, _Mapping]]] = ..., grid: _Optional[str] = ..., grid_modes: _Optional[int] = ..., fitted_modes: _Optional[int] = ..., partial: bool = ..., accepted_partial: bool = ..., partial_reference: _Optional[str] = ...) -> None: ...
 
 class ModelProgress(_message.Message):
     __slots__ = ("phase", "epoch", "epochs", "phase_index", "phases", "losses", "elapsed_s", "model")
@@ -329,20 +363,22 @@ class ModelProgress(_message.Message):
     def __init__(self, phase: _Optional[str] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., phase_index: _Optional[int] = ..., phases: _Optional[int] = ..., losses: _Optional[_Iterable[float]] = ..., elapsed_s: _Optional[float] = ..., model: _Optional[_Union[ModelInfo, _Mapping]] = ...) -> None: ...
 
 class TrainReferenceRequest(_message.Message):
-    __slots__ = ("board_model", "workload", "campaign_id", "epochs", "no_dropout", "published_dropout")
+    __slots__ = ("board_model", "workload", "campaign_id", "epochs", "no_dropout", "published_dropout", "accept_partial")
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     CAMPAIGN_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCHS_FIELD_NUMBER: _ClassVar[int]
     NO_DROPOUT_FIELD_NUMBER: _ClassVar[int]
     PUBLISHED_DROPOUT_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_PARTIAL_FIELD_NUMBER: _ClassVar[int]
     board_model: str
     workload: str
     campaign_id: str
     epochs: int
     no_dropout: bool
     published_dropout: bool
-    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., campaign_id: _Optional[str] = ..., epochs: _Optional[int] = ..., no_dropout: bool = ..., published_dropout: bool = ...) -> None: ...
+    accept_partial: bool
+    def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., campaign_id: _Optional[str] = ..., epochs: _Optional[int] = ..., no_dropout: bool = ..., published_dropout: bool = ..., accept_partial: bool = ...) -> None: ...
 
 class TransferModelRequest(_message.Message):
     __slots__ = ("reference_id", "reference_board_model", "reference_workload", "board_model", "workload", "campaign_id")
@@ -393,7 +429,7 @@ class PredictRequest(_message.Message):
     def __init__(self, board_model: _Optional[str] = ..., workload: _Optional[str] = ..., model_id: _Optional[str] = ..., grid: _Optional[str] = ..., pareto_only: bool = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class Prediction(_message.Message):
-    __slots__ = ("mode", "time_ms", "power_w", "pareto", "time_ms_lo", "time_ms_hi", "power_w_lo", "power_w_hi")
+    __slots__ = ("mode", "time_ms", "power_w", "pareto", "time_ms_lo", "time_ms_hi", "power_w_lo", "power_w_hi", "outside_coverage")
     MODE_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
     POWER_W_FIELD_NUMBER: _ClassVar[int]
@@ -402,6 +438,7 @@ class Prediction(_message.Message):
     TIME_MS_HI_FIELD_NUMBER: _ClassVar[int]
     POWER_W_LO_FIELD_NUMBER: _ClassVar[int]
     POWER_W_HI_FIELD_NUMBER: _ClassVar[int]
+    OUTSIDE_COVERAGE_FIELD_NUMBER: _ClassVar[int]
     mode: _common_pb2.PowerMode
     time_ms: float
     power_w: float
@@ -410,7 +447,8 @@ class Prediction(_message.Message):
     time_ms_hi: float
     power_w_lo: float
     power_w_hi: float
-    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., time_ms: _Optional[float] = ..., power_w: _Optional[float] = ..., pareto: bool = ..., time_ms_lo: _Optional[float] = ..., time_ms_hi: _Optional[float] = ..., power_w_lo: _Optional[float] = ..., power_w_hi: _Optional[float] = ...) -> None: ...
+    outside_coverage: bool
+    def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., time_ms: _Optional[float] = ..., power_w: _Optional[float] = ..., pareto: bool = ..., time_ms_lo: _Optional[float] = ..., time_ms_hi: _Optional[float] = ..., power_w_lo: _Optional[float] = ..., power_w_hi: _Optional[float] = ..., outside_coverage: bool = ...) -> None: ...
 
 class PredictResponse(_message.Message):
     __slots__ = ("model_id", "predictions", "pareto_size", "confidence")
@@ -475,7 +513,7 @@ class Applied(_message.Message):
     def __init__(self, device_id: _Optional[str] = ..., confirmed: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., time_error_pct: _Optional[float] = ..., power_error_pct: _Optional[float] = ..., decision_id: _Optional[str] = ..., goal_missed: bool = ..., note: _Optional[str] = ...) -> None: ...
 
 class OptimizeResponse(_message.Message):
-    __slots__ = ("model_id", "goal", "mode", "mode_name", "predicted_time_ms", "predicted_power_w", "epoch_s", "energy_per_epoch_j", "applied", "confidence", "predicted_time_ms_lo", "predicted_time_ms_hi", "predicted_power_w_lo", "predicted_power_w_hi", "at_risk")
+    __slots__ = ("model_id", "goal", "mode", "mode_name", "predicted_time_ms", "predicted_power_w", "epoch_s", "energy_per_epoch_j", "applied", "confidence", "predicted_time_ms_lo", "predicted_time_ms_hi", "predicted_power_w_lo", "predicted_power_w_hi", "at_risk", "outside_coverage", "coverage_note")
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
@@ -491,6 +529,8 @@ class OptimizeResponse(_message.Message):
     PREDICTED_POWER_W_LO_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_POWER_W_HI_FIELD_NUMBER: _ClassVar[int]
     AT_RISK_FIELD_NUMBER: _ClassVar[int]
+    OUTSIDE_COVERAGE_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_NOTE_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     goal: str
     mode: _common_pb2.PowerMode
@@ -506,7 +546,9 @@ class OptimizeResponse(_message.Message):
     predicted_power_w_lo: float
     predicted_power_w_hi: float
     at_risk: bool
-    def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ..., confidence: _Optional[float] = ..., predicted_time_ms_lo: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w_lo: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., at_risk: bool = ...) -> None: ...
+    outside_coverage: bool
+    coverage_note: str
+    def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ..., confidence: _Optional[float] = ..., predicted_time_ms_lo: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w_lo: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., at_risk: bool = ..., outside_coverage: bool = ..., coverage_note: _Optional[str] = ...) -> None: ...
 
 class SubmitJobRequest(_message.Message):
     __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size", "fleet", "priority")
