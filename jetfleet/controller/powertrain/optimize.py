@@ -147,5 +147,11 @@ def choose(p: Predictions, *, power_budget_w: float | None = None, deadline_s: f
         cand = np.flatnonzero(ok_mask)
         i = int(cand[np.argmin(energy[cand])])
         goal = "least energy per epoch"
-    return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, float(epoch_s[i]), float(energy[i]),
-                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]), risk)
+    return choice_at(p, i, goal, minibatches_per_epoch, at_risk=risk)
+
+
+def choice_at(p: Predictions, i: int, goal: str, minibatches_per_epoch: int = 1, *, at_risk: bool = False) -> Choice:
+    """Mode ``i`` of ``p`` as the choice for ``goal``, with its predictions, bounds, and time and energy per epoch."""
+    epoch_s = float(p.time_ms[i]) / 1e3 * minibatches_per_epoch
+    return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, epoch_s, float(p.power_w[i]) * epoch_s,
+                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]), at_risk)
