@@ -242,9 +242,11 @@ def evaluate(ref: Grid | None, g: Grid, opts: MeasuredOptions, *, policies: tupl
         pred = rep.predictions(g, opts.confidence)
         for b in budgets:
             for p in policies:
+                # a noise stream per (repeat, budget, policy), keyed by the name's length: point draws none, so
+                # bound (5) and confirm (7) are apart
+                rng = np.random.default_rng([r_i, int(b * 1000), len(p)])
                 try:
-                    by_policy[p].append(policy_outcome(p, g, rep, pred, b, opts,
-                                                       np.random.default_rng([r_i, int(b * 1000), len(p)])))
+                    by_policy[p].append(policy_outcome(p, g, rep, pred, b, opts, rng))
                 except FailedPrecondition:
                     refused += 1
     half = len(budgets) // 2
