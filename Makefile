@@ -117,6 +117,14 @@ eval: $(STAMP) system-deps
 	$(VENV)/bin/jetfleet eval powertrain --out eval-powertrain
 	$(VENV)/bin/jetfleet eval pagoda --out eval-pagoda
 	$(VENV)/bin/jetfleet eval fulcrum --out eval-fulcrum
+	@if [ -d ../shared/data/tx2-xception ]; then \
+	  $(VENV)/bin/python bench/convert_tx2.py ../shared/data/tx2-xception eval-tx2/profiles && \
+	  for s in 400x400 600x600 800x800; do for k in 50 25; do \
+	    $(VENV)/bin/jetfleet eval choices --reference eval-tx2/profiles/tx2-xception_200x200.csv \
+	      --grid eval-tx2/profiles/tx2-xception_$$s.csv --k $$k --out eval-tx2/$$s-k$$k || exit 1; \
+	  done; done; \
+	  $(VENV)/bin/jetfleet eval twin-sweeps --sweeps ../shared/data/loudva-nx-nano/profiling-nx-nano.csv; \
+	else echo "optional: ../shared/data is not beside this checkout; the measured-grid evaluations are skipped"; fi
 
 clean:
 	rm -rf $(VENV) $(PROTO_VENV) .venv-py* .pytest_cache .mypy_cache .ruff_cache

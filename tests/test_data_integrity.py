@@ -111,7 +111,7 @@ def test_two_workloads_at_one_mode_import_without_collision(store_spec):
 @pytest.mark.parametrize("row,needle", [
     ("agx-orin,resnet18,12,2201.6,1300.5,3199,55,1e308", "power_w=1e308 is impossible; allowed (0, 120]"),
     ("agx-orin,resnet18,12,2201.6,1300.5,3199,55,121", "power_w=121 is impossible"),
-    ("tx2,resnet18,4,2035.2,1300.5,1866,55,41", "power_w=41 is impossible; allowed (0, 40]"),
+    ("tx2,resnet18,4,2035.2,1300.5,1866,55,61", "power_w=61 is impossible; allowed (0, 60]"),
     ("agx-orin,resnet18,12,2201.6,1300.5,3199,4000000,40", "minibatch_time_ms=4000000 is impossible"),
     ("agx-orin,resnet18,12,2201.6,1300.5,3199,nan,40", "minibatch_time_ms must be a positive finite number"),
 ])

@@ -96,3 +96,8 @@ def test_real_tx2_grid_imports(lab, shared_data, tmp_path):
     first = next(g for g in got if g.mode == "1/1113.6/1300.5/1062.4")
     assert first.minibatch_time_ms == pytest.approx(181.07464578, rel=1e-5)
     assert first.power_w == pytest.approx(2.7332, rel=1e-4)
+    # the 800x800 grid reads up to 43.6 W: the README's loop imports it too (refused while the TX2's limit was 40 W)
+    big = ["profiles", "import", str(files[3]), "--controller", lab.address, "--output", "json", "--allow-new"]
+    r = CliRunner().invoke(cli, big)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["rows"] == 768

@@ -79,29 +79,96 @@ def eval_powertrain(out_dir: str, repeats: int | None, quick: bool, output: str)
 
 
 @eval_group.command("choices")
-@click.option("--out", "out_dir", default="eval-choices", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="where the report goes [eval-choices; with --grid: nowhere unless given]")
 @click.option("--repeats", default=10, show_default=True, type=int)
-@click.option("--quick", is_flag=True, help="two workloads on AGX Orin, fewer k values (minutes)")
+@click.option("--quick", is_flag=True, help="two workloads on AGX Orin, fewer k values (minutes; the twin only)")
 @click.option("--confidence", default=0.9, show_default=True, type=float, help="of the upper bounds")
 @click.option("--max-steps", default=3, show_default=True, type=int, help="closed-loop steps")
+@click.option("--reference", "reference", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="a measured reference grid (profile CSV): with --grid, score on measurements instead of the twin")
+@click.option("--grid", "grid", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="the measured target grid (profile CSV, every mode): the truth the choices are scored on")
+@click.option("--k", default=50, show_default=True, type=int, help="profiled modes of the grid (with --grid)")
+@click.option("--strategy", default="balanced", show_default=True,
+              type=click.Choice(["balanced", "random", "spread", "active"]), help="which k modes (with --grid)")
+@click.option("--profiles", default=3, show_default=True, type=int,
+              help="profiles to confirm a choice before committing to it (with --grid)")
+@click.option("--window-noise", default=0.02, show_default=True, type=float,
+              help="a window's (and a confirming profile's) relative measurement noise (with --grid)")
 @output_option
 @handle_errors
-def eval_choices(out_dir: str, repeats: int, quick: bool, confidence: float, max_steps: int, output: str) -> None:
-    """Do budgets hold? Choices with calibrated bounds and the closed loop, 1 W steps, every workload; MAPE vs k."""
-    from jetfleet.research.powertrain.choices_report import run_choices
-
+def eval_choices(out_dir: str | None, repeats: int, quick: bool, confidence: float, max_steps: int,
+                 reference: str | None, grid: str | None, k: int, strategy: str, profiles: int, window_noise: float,
+                 output: str) -> None:
+    """Do budgets hold? Choices with calibrated bounds and the closed loop: on emulated boards (every workload,
+    1 W steps, MAPE vs k), or with --reference and --grid on a measured grid (choices before and after the
+    loop, confirm before committing, true MAPE beside the model's own)."""
     _check_repeats(repeats)
     if not 0 <= max_steps <= 10:
         raise InvalidArgument("max-steps must be 0..10", field="max_steps")
+    if (reference is None) != (grid is None):
+        missing = "--grid" if grid is None else "--reference"
+        raise InvalidArgument(f"{missing} is missing: a measured evaluation needs both --reference and --grid",
+                              field=missing.lstrip("-"))
+    if grid is not None and reference is not None:
+        if quick:
+            raise InvalidArgument("--quick is for the twin's evaluation; with --grid use --k and --repeats",
+                                  field="quick")
+        _eval_measured(reference, grid, out_dir, repeats, confidence, max_steps, k, strategy, profiles,
+                       window_noise, output)
+        return
+    from jetfleet.research.powertrain.choices_report import run_choices
+
     say, step, progress = _steps("eval choices", output)
     try:
-        path = run_choices(Path(out_dir), repeats=repeats, quick=quick, confidence=confidence, max_steps=max_steps,
-                           say=say, progress=step)
+        path = run_choices(Path(out_dir or "eval-choices"), repeats=repeats, quick=quick, confidence=confidence,
+                           max_steps=max_steps, say=say, progress=step)
     finally:
         progress.close()
     results = json.loads((path.parent / "results.json").read_text())
     emit(output, {"report": str(path), "results": str(path.parent / "results.json"), "overall": results.get("overall")},
          lambda d: f"report written to {d['report']}")
+
+
+def _eval_measured(reference: str, grid: str, out_dir: str | None, repeats: int, confidence: float, max_steps: int,
+                   k: int, strategy: str, profiles: int, window_noise: float, output: str) -> None:
+    from jetfleet.research.powertrain.measured import MeasuredOptions, evaluate_files, markdown, text_report
+
+    opts = MeasuredOptions(k=k, repeats=repeats, strategy=strategy, confidence=confidence, max_steps=max_steps,
+                           window_noise=window_noise, profiles=profiles)
+    ref_text, grid_text = read_text_file(reference, "reference"), read_text_file(grid, "grid")
+    _, step, progress = _steps("eval choices", output)
+    counter = iter(range(1, 100))
+    try:
+        report = evaluate_files(ref_text, grid_text, opts, names=(Path(reference).name, Path(grid).name),
+                                progress=lambda what: step(next(counter), 3, what))
+    finally:
+        progress.close()
+    data = report.as_dict()
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(data, indent=1) + "\n")
+        (out / "report.md").write_text(markdown(report) + "\n")
+        data["report"] = str(out / "report.md")
+    emit(output, data, lambda d: text_report(report))
+
+
+@eval_group.command("twin-sweeps")
+@click.option("--sweeps", "sweeps", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="the real NX/Nano sweeps (../shared/data/loudva-nx-nano/profiling-nx-nano.csv)")
+@output_option
+@handle_errors
+def eval_twin_sweeps(sweeps: str, output: str) -> None:
+    """The twin's inference power against real GPU-frequency sweeps (Xavier NX, Nano; Inception v3, batch 1):
+    real beside twin with the stated tolerances (the table of docs/twin.md §5d); exit 0 even when one is missed."""
+    from jetfleet.research.twincheck.inception import forward_cost
+    from jetfleet.research.twincheck.sweeps import check_sweeps, markdown
+
+    check = check_sweeps(read_text_file(sweeps, "sweeps"), forward_cost(1), Path(sweeps).name)
+    data = {**check.as_dict(), "failures": check.failures()}
+    emit(output, data, lambda d: markdown(check) + "".join(f"\nMISSED: {f}" for f in d["failures"]))
 
 
 @eval_group.command("pagoda")

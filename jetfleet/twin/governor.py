@@ -28,19 +28,22 @@ EMC3D_RATIO = 1.0
 MAX_ITERATIONS = 20
 
 
-def governed_mode(catalog: Catalog, state: Callable[[PowerMode], Steady]) -> PowerMode:
+def governed_mode(catalog: Catalog, state: Callable[[PowerMode], Steady], *,
+                  gpu_mhz: float | None = None) -> PowerMode:
     """The mode the default governors settle in while ``state(mode)`` (the twin's steady state of the running
-    work in a mode) runs; a fixed point of the three governors, each seeing the others' current choice."""
+    work in a mode) runs; a fixed point of the three governors, each seeing the others' current choice.
+    ``gpu_mhz`` pins the GPU (min = max through devfreq, as a frequency sweep does) and leaves the CPU and the
+    EMC to their governors."""
     hw = catalog.twin
     cores = max(catalog.cores)
-    mode = PowerMode(cores, max(catalog.cpu_mhz), max(catalog.gpu_mhz), max(catalog.mem_mhz))
+    mode = PowerMode(cores, max(catalog.cpu_mhz), gpu_mhz or max(catalog.gpu_mhz), max(catalog.mem_mhz))
     for _ in range(MAX_ITERATIONS):
         s = state(mode)
         busiest = min(1.0, max(s.cpu_util * mode.cores, 1.0 if s.gpu_util > 0 else 0.0))
         want_cpu = SCHEDUTIL_HEADROOM * max(catalog.cpu_mhz) * busiest
         cpu = next((f for f in catalog.cpu_mhz if f >= want_cpu), max(catalog.cpu_mhz))
-        gpu = max(catalog.gpu_mhz)
-        for f in catalog.gpu_mhz:
+        gpu = gpu_mhz or max(catalog.gpu_mhz)
+        for f in () if gpu_mhz else catalog.gpu_mhz:
             t = state(PowerMode(cores, cpu, f, mode.mem_mhz))
             if t.gpu_util <= PODGOV_LOAD_TARGET:
                 gpu = f

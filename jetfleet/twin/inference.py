@@ -21,11 +21,23 @@ from typing import Any
 
 from jetfleet.shared.catalog import Catalog, PowerMode
 from jetfleet.shared.workloads.inference import bracket
-from jetfleet.twin.physics import OVERLAP_LOSS, Steady, _gpu_time_s, part_power_w, rail_power_w
+from jetfleet.twin.physics import (
+    BANDWIDTH_EFFICIENCY,
+    DENSE_EFFICIENCY,
+    OVERLAP_LOSS,
+    Steady,
+    _gpu_time_s,
+    part_power_w,
+    rail_power_w,
+)
 
 INFERENCE_LAUNCH_CYCLES = 200_000     # host cost per kernel of a served forward pass (calibrated, docs/twin.md)
 INFERENCE_DENSE_EFFICIENCY = 0.33     # achieved share of peak FLOP/s in a served pass (calibrated, docs/twin.md)
 INFERENCE_BANDWIDTH_EFFICIENCY = 0.50  # achieved share of DRAM bandwidth in a served pass (calibrated, docs/twin.md)
+EAGER_EFFICIENCY = (INFERENCE_DENSE_EFFICIENCY, INFERENCE_BANDWIDTH_EFFICIENCY)
+# A frozen graph (TensorFlow under Triton) runs autotuned cuDNN kernels as a training step does: the training
+# shares of peak (physics.DENSE_EFFICIENCY, BANDWIDTH_EFFICIENCY; docs/twin.md §5d)
+GRAPH_EFFICIENCY = (DENSE_EFFICIENCY, BANDWIDTH_EFFICIENCY)
 BATCH_OVERHEAD_CYCLES = 2_000_000     # per forward pass: Python, stacking, synchronising, the result's copy back
 INPUT_CPU_MS_PER_MB_AT_1GHZ = 0.6     # stacking and copying a batch's input to the GPU, per MB
 
@@ -36,25 +48,28 @@ def _input_mb(cost: Mapping[str, Any], batch: int) -> float:
     return batch * per / 1e6
 
 
-def _one(catalog: Catalog, mode: PowerMode, cost: Mapping[str, Any]) -> tuple[float, float, float, float]:
+def _one(catalog: Catalog, mode: PowerMode, cost: Mapping[str, Any],
+         efficiency: tuple[float, float]) -> tuple[float, float, float, float]:
     """(batch seconds, GPU seconds, launch seconds, DRAM bytes) of one characterised forward pass."""
     hw = catalog.twin
     cpu_ghz = mode.cpu_mhz / 1000.0 * float(hw.get("cpu_ipc", 1.0))
-    gpu_s, moved = _gpu_time_s(cost, 1.0, mode.gpu_mhz, mode.mem_mhz, hw, INFERENCE_DENSE_EFFICIENCY,
-                                INFERENCE_BANDWIDTH_EFFICIENCY)
+    gpu_s, moved = _gpu_time_s(cost, 1.0, mode.gpu_mhz, mode.mem_mhz, hw, *efficiency)
     launch_s = (cost["kernels"] * INFERENCE_LAUNCH_CYCLES + BATCH_OVERHEAD_CYCLES) / (cpu_ghz * 1e9)
     input_s = _input_mb(cost, int(cost["minibatch_size"])) * INPUT_CPU_MS_PER_MB_AT_1GHZ / 1000.0 / cpu_ghz
     step_s = max(gpu_s, launch_s) + OVERLAP_LOSS * min(gpu_s, launch_s)
     return input_s + step_s, gpu_s, launch_s, moved
 
 
-def inference_state(catalog: Catalog, mode: PowerMode, cost: Mapping[str, Any], batch_size: int) -> Steady:
+def inference_state(catalog: Catalog, mode: PowerMode, cost: Mapping[str, Any], batch_size: int, *,
+                    efficiency: tuple[float, float] = EAGER_EFFICIENCY) -> Steady:
     """Time of one forward pass of ``batch_size`` requests (``minibatch_s``) and the board's power while
     passes run back to back, from ``cost`` = {"input", "by_batch": {size: characterisation}}; between two
-    characterised sizes, time, GPU time and traffic are interpolated (cost is affine in the batch there)."""
+    characterised sizes, time, GPU time and traffic are interpolated (cost is affine in the batch there).
+    ``efficiency``: the served kernels' (FP32, DRAM) shares of peak, PyTorch's eager serving by default;
+    ``GRAPH_EFFICIENCY`` for a frozen graph served with autotuned cuDNN kernels."""
     lo, hi, w = bracket(batch_size)
-    a = _one(catalog, mode, cost["by_batch"][str(lo)])
-    b = _one(catalog, mode, cost["by_batch"][str(hi)]) if w else a
+    a = _one(catalog, mode, cost["by_batch"][str(lo)], efficiency)
+    b = _one(catalog, mode, cost["by_batch"][str(hi)], efficiency) if w else a
     batch_s, gpu_s, launch_s, moved = ((1 - w) * x + w * y for x, y in zip(a, b))
     gpu_util = min(1.0, gpu_s / batch_s)
     mem_gbps = moved / batch_s / 1e9

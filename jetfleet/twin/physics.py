@@ -50,6 +50,13 @@ def voltage(freq: float, table: tuple[float, ...], volt: list[float] | tuple[flo
     return lo + (hi - lo) * (freq - knee) / (fmax - knee)
 
 
+def fp32_flops(hw: Mapping[str, Any], gpu_mhz: float, efficiency: float = DENSE_EFFICIENCY) -> float:
+    """The FP32 FLOP/s a board's kernels achieve at ``gpu_mhz``: CUDA cores x 2 x clock x the framework's share
+    of peak (``efficiency``) x the board's own factor (``gpu_efficiency``, 1 unless its TOML file says: an older
+    GPU generation whose kernels reach a different share, calibrated against measurements, docs/twin.md)."""
+    return float(hw["cuda_cores"]) * 2.0 * gpu_mhz * 1e6 * efficiency * float(hw.get("gpu_efficiency", 1.0))
+
+
 def _gpu_time_s(char: Mapping[str, Any], scale: float, gpu_mhz: float, mem_mhz: float,
                 hw: Mapping[str, Any], dense_efficiency: float = DENSE_EFFICIENCY,
                 bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY) -> tuple[float, float]:
@@ -60,7 +67,7 @@ def _gpu_time_s(char: Mapping[str, Any], scale: float, gpu_mhz: float, mem_mhz: 
     matmuls in FP32 (PyTorch's default). DRAM traffic is the ideal input+output bytes times a
     board factor for cache re-reads (a small L2 re-reads more). Bandwidth is the lesser of DRAM's
     (EMC clock x 2 transfers x bus width) and the GPU side's (GPU clock x bytes per clock)."""
-    fp32 = hw["cuda_cores"] * 2.0 * gpu_mhz * 1e6 * dense_efficiency
+    fp32 = fp32_flops(hw, gpu_mhz, dense_efficiency)
     peaks = {"conv_bins": fp32 * float(hw.get("tensor_core_conv_speedup", 1.0)), "matmul_bins": fp32}
     # The GPU side also limits bandwidth: its L2/crossbar moves a fixed number of bytes per GPU clock.
     bw = min(mem_mhz * 1e6 * 2.0 * hw["mem_bus_bytes"], gpu_mhz * 1e6 * hw["gpu_bytes_per_clk"]) * bandwidth_efficiency
@@ -162,7 +169,7 @@ def kernel_state(catalog: Catalog, mode: PowerMode, kernel: str) -> KernelRates:
     limit, 2 FLOPs per 12 bytes), with the power the board draws while it runs. The launching thread spins
     on one core, as it does for a workload."""
     hw = catalog.twin
-    fp32 = hw["cuda_cores"] * 2.0 * mode.gpu_mhz * 1e6 * DENSE_EFFICIENCY
+    fp32 = fp32_flops(hw, mode.gpu_mhz)
     bw = min(mode.mem_mhz * 1e6 * 2.0 * hw["mem_bus_bytes"], mode.gpu_mhz * 1e6 * hw["gpu_bytes_per_clk"]) \
         * BANDWIDTH_EFFICIENCY
     if kernel == "compute":

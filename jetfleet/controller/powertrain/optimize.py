@@ -218,14 +218,14 @@ def choose_among(p: Predictions, *, power_budget_w: float | None = None, deadlin
         cand = np.flatnonzero(ok_mask)
         i = int(cand[np.argmin(energy[cand])])
         goal = "least energy per epoch"
-    return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, float(epoch_s[i]), float(energy[i]),
-                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]), risk)
+    return choice_at(p, i, goal, minibatches_per_epoch, at_risk=risk)
 
 
-def choice_at(p: Predictions, i: int, goal: str, minibatches_per_epoch: int = 1) -> Choice:
-    """Mode ``i`` as a choice for ``goal`` (a step back to a mode the job ran before, say), with its predictions."""
+def choice_at(p: Predictions, i: int, goal: str, minibatches_per_epoch: int = 1, *, at_risk: bool = False) -> Choice:
+    """Mode ``i`` of ``p`` as the choice for ``goal`` (a step back to a mode the job ran before, say), with its
+    predictions, bounds, time and energy per epoch, and whether it lies within its model's coverage."""
     epoch_s = float(p.time_ms[i]) / 1e3 * minibatches_per_epoch
     covered = bool(p.covered[i])
     return Choice(p.modes[i], i, float(p.time_ms[i]), float(p.power_w[i]), goal, epoch_s, float(p.power_w[i]) * epoch_s,
-                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]),
+                  float(p.time_hi[i]), float(p.power_hi[i]), float(p.time_lo[i]), float(p.power_lo[i]), at_risk,
                   covered=covered, coverage_note="" if covered else p.coverage_note(i))

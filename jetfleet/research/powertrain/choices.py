@@ -115,18 +115,21 @@ class Outcome:
     point: int | None = None     # PowerTrain's policy: the point prediction under the budget
 
 
-def run_loop(g: Grid, pred: Predictions, budget_w: float, *, max_steps: int, rng: np.random.Generator) -> tuple[int, int, int]:
-    """Choose as a job does and run its closed loop on windows of the truth; (first, last, steps). Raises
-    FailedPrecondition when the budget is below every mode's lower bound (a job would be refused)."""
-    c = choose(pred, power_budget_w=budget_w)
+def run_loop(g: Grid, pred: Predictions, budget_w: float, *, max_steps: int, rng: np.random.Generator,
+             noise: float = WINDOW_NOISE, feedback: Feedback | None = None,
+             start: int | None = None) -> tuple[int, int, int]:
+    """Choose as a job does (or start at ``start`` with a ``feedback`` that has seen what was measured before) and
+    run its closed loop on windows of the truth, each with relative ``noise``; (first, last, steps).
+    Raises FailedPrecondition when the budget is below every mode's lower bound (a job would be refused)."""
+    fb = Feedback(pred) if feedback is None else feedback
+    current = first = choose(pred, power_budget_w=budget_w).index if start is None else start
     index = {str(m): i for i, m in enumerate(pred.modes)}
-    loop = ClosedLoop(PowerBudget(budget_w), Feedback(pred), index, max_steps=max_steps)
-    current = first = c.index
+    loop = ClosedLoop(PowerBudget(budget_w), fb, index, max_steps=max_steps)
     for _ in range(max_steps + 1):
-        noise = rng.lognormal(0.0, WINDOW_NOISE, 2)
-        start = Point(0, 0.0, 0.0, str(pred.modes[current]), 0.0)
-        window = Window(str(pred.modes[current]), float(g.power_w[current] * noise[0]),
-                        float(g.time_ms[current] * noise[1]), start, start)
+        seen = rng.lognormal(0.0, noise, 2)
+        at = Point(0, 0.0, 0.0, str(pred.modes[current]), 0.0)
+        window = Window(str(pred.modes[current]), float(g.power_w[current] * seen[0]),
+                        float(g.time_ms[current] * seen[1]), at, at)
         step = loop.on_window(window)
         if step is None:
             break
