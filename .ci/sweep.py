@@ -6,7 +6,8 @@ This process makes itself the children's subreaper (PR_SET_CHILD_SUBREAPER), so 
 and is found however it detached (new process group or session). When the command ends, every process still
 below this one is printed (pid, seconds running, command line) and killed; leftovers make the exit status non-zero
 (the command's own failure status is kept if it had one). Ctrl-C reaches the command as usual (same process
-group); this process waits for it, then sweeps."""
+group); this process waits for it, then sweeps. While it waits, it reaps every orphan that exits (an unreaped
+orphan would stay a zombie holding its pid: a daemon stopped by pid file would seem to refuse to die)."""
 
 import ctypes
 import os
@@ -63,7 +64,13 @@ def main(argv: list[str]) -> int:
     # spawned with SIGINT at its default (an ignored signal would be inherited through exec)
     pid = os.posix_spawnp(argv[0], argv, os.environ, setsigdef=(signal.SIGINT,))
     signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGTERM))
-    _, wait_status = os.waitpid(pid, 0)
+    # Wait for the command, reaping every orphan re-parented here as it exits: an orphan left a zombie would
+    # still own its pid, so a tool that stops a daemon and waits for the pid to go (start-stop-daemon
+    # --retry, systemd-less service scripts) would see it "refuse to die" even after SIGKILL.
+    while True:
+        done, wait_status = os.waitpid(-1, 0)
+        if done == pid:
+            break
     status = os.waitstatus_to_exitcode(wait_status)
     status = 128 - status if status < 0 else status
     reap()

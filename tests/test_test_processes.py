@@ -84,3 +84,14 @@ def test_the_sweep_keeps_a_clean_commands_status(tmp_path):
     assert procs.run([sys.executable, str(REPO / ".ci/sweep.py"), "sh", "-c", "exit 0"]).returncode == 0
     r = procs.run([sys.executable, str(REPO / ".ci/sweep.py"), "sh", "-c", "exit 3"])
     assert r.returncode == 3 and "nothing left running" in r.stderr
+
+
+def test_an_orphan_the_sweep_adopts_is_reaped_as_soon_as_it_ends(tmp_path):
+    # A daemon started by a tool is orphaned and adopted by the sweep (the subreaper). When the tool later stops
+    # it by pid, the pid must go: an unreaped orphan stays a zombie, and start-stop-daemon --retry then reports
+    # "refused to die" (CI's Ansible rollout failed so). The command waits on the pid itself and says if it stayed.
+    pid = tmp_path / "pid"
+    script = (f'sh -c "sleep 300 & echo \\$! > {pid}"; p=$(cat {pid}); kill $p; '
+              'i=0; while [ -e /proc/$p ]; do i=$((i+1)); [ $i -gt 600 ] && exit 7; sleep 0.05; done; exit 0')
+    r = procs.run([sys.executable, str(REPO / ".ci/sweep.py"), "sh", "-c", script], timeout=120)
+    assert r.returncode == 0, f"the killed orphan's pid stayed (a zombie nobody reaped): {r.returncode} {r.stderr}"
