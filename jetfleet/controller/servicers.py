@@ -127,6 +127,8 @@ class OperatorServicer(operator_pb2_grpc.OperatorServicer):
         assert fleet is not None
         fleet.refresh()
         await asyncio.to_thread(fleet.set_labels, request.device_id, dict(request.labels))
+        if self.service.jobs.fleet is not None:
+            await self.service.jobs.fleet.reschedule()   # a board changed racks: the fleet jobs' caps are others
         return self.service.device_pb(self.service.registry.get(request.device_id))
 
     @rpc

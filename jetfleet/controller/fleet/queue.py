@@ -1,7 +1,8 @@
 """The controller's side of the fleet queue: jobs submitted with ``--fleet`` wait in one ``FleetScheduler``
-over the lab's online boards under the lab-wide cap; its decisions go to the jobs' runners (a start names the
-board and mode; a new mode is a step of the running training), and the aggregate loop runs on the boards'
-telemetry every ``period_s`` wall seconds. The scheduler is the same code ``jetfleet eval fleet`` measures.
+over the lab's online boards under the lab-wide cap and every rack's cap (the boards labelled rack=GROUP); its
+decisions go to the jobs' runners (a start names the board and mode; a new mode is a step of the running
+training), and the aggregate loop runs on the boards' telemetry every ``period_s`` wall seconds. The scheduler
+is the same code ``jetfleet eval fleet`` measures.
 
 Boards held by other work (a job with its own goal, a campaign) are not placed on; what they draw counts
 against the cap like an idle board's draw. A fleet job stays on the board it was placed on (it waits for that
@@ -14,7 +15,7 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
-from jetfleet.controller.fleet.caps import FleetCaps
+from jetfleet.controller.fleet.caps import GROUP_LABEL, FleetCaps
 from jetfleet.controller.fleet.scheduler import Board, Candidates, Change, FleetJob, FleetScheduler
 from jetfleet.controller.store import JobRecord
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
@@ -81,10 +82,12 @@ class FleetQueue:
             dev = d.record.device_id
             holder = self.jobs.holder(dev)
             last_w = self.caps.telemetry.last_w(dev)
+            group = self.caps.labels(dev).get(GROUP_LABEL, "")
             if holder is not None and holder not in fleet_ids:   # other work: its draw counts, it is not placed on
-                out.append(Board(dev, d.record.model, last_w if last_w is not None else 0.0, available=False))
+                out.append(Board(dev, d.record.model, last_w if last_w is not None else 0.0, available=False,
+                                 group=group))
             else:
-                out.append(Board(dev, d.record.model, self.caps.idle_w(dev)))
+                out.append(Board(dev, d.record.model, self.caps.idle_w(dev), group=group))
         return out
 
     def _sync(self) -> None:
@@ -94,6 +97,7 @@ class FleetQueue:
             self.sched.cap_w = self.lab_cap()
         except FailedPrecondition:
             self.sched.cap_w = math.inf
+        self.sched.group_caps_w = {group: cap for group, cap in self.caps.caps() if group}
 
     # --- jobs --------------------------------------------------------------------------------------------
     async def add(self, rec: JobRecord) -> None:
