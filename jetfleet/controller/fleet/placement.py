@@ -169,8 +169,16 @@ class _Pool:
         return sum(len(self.by_model.get(m, {})) for m in models)
 
     def boards(self, models: list[str]) -> list[Board]:
-        """The free boards of these models, in the order listed."""
-        return sorted((b for m in models for b in self.by_model.get(m, {}).values()), key=lambda b: self.order[id(b)])
+        """The free boards of these models, in the order listed, one of each kind (boards of one model, rack and
+        idle draw that no job showed drawing more than predicted are interchangeable)."""
+        out: list[Board] = []
+        kinds: set[object] = set()
+        for b in sorted((b for m in models for b in self.by_model.get(m, {}).values()), key=lambda b: self.order[id(b)]):
+            kind = (b.model, b.group, b.idle_w) if math.isnan(self.s.board_ratio.get(b.board_id, math.nan)) else b
+            if kind not in kinds:
+                kinds.add(kind)
+                out.append(b)
+        return out
 
     def representatives(self, models: list[str]) -> list[Board]:
         """A few of the free boards of each of these models (per rack), in the order listed."""
