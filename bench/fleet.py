@@ -42,11 +42,21 @@ LOAD = str(ROOT / "bench" / "fleet_load.py")
 PRESETS = {"agx-orin": ("MAXN", "15W"), "agx-xavier": ("MAXN", "MODE_15W"), "orin-nano": ("MAXN", "7W")}
 MODELS = ["agx-orin", "agx-xavier", "orin-nano"]
 RATIO_LIMIT, P99_LIMIT_MS = 0.8, 50.0
+LISTENING = re.compile(r"listening on \S*:(\d+)")   # the controller's first line: `controller listening on HOST:PORT`
 
 
 def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory now (MiB)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def ask(proc: subprocess.Popen[str]) -> list[int]:
@@ -150,7 +160,7 @@ def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path,
         loads: list[subprocess.Popen[str]] = []
         try:
             line = ctl.stdout.readline()
-            m = re.search(r"listening on \S*:(\d+)", line)
+            m = LISTENING.search(line)
             if not m:
                 raise RuntimeError(f"controller did not start: {line!r}")
             address = f"127.0.0.1:{m.group(1)}"

@@ -14,10 +14,11 @@ Solved in real watts (no power grid), exactly or to a stated relative gap:
    each full rack's above it) give an upper bound on the optimum (``bound``, weak duality: valid whatever the
    multipliers).
 2. If ``value`` is within ``gap`` of ``bound`` it is the answer (at hundreds of jobs it is, with a gap of
-   1e-6 or so: one job's step is a sliver of the total). Otherwise an option whose best case (the bound with
-   the job forced to it) cannot beat ``value`` is dropped, jobs left with one option are fixed, and the few
-   jobs left are searched depth first, pruned by the same bound (branch and bound), to ``gap`` or
-   ``max_nodes``. ``bound`` is then what the search proved.
+   1e-6 or so: one job's step is a sliver of the total). Otherwise racks of a few jobs are folded into one job
+   each (``frontier.py``: their Pareto frontier of summed power and value) and that problem, with the lab's budget
+   alone, is solved the same way; else an option whose best case (the bound with the job forced to it) cannot
+   beat ``value`` is dropped, jobs left with one option are fixed, and the few jobs left are searched depth first
+   (``search.py``, branch and bound) to ``gap`` or ``max_nodes``. ``bound`` is then what was proved.
 
 ``exhaustive`` is the brute force the tests and the evaluation check it against on small instances."""
 
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jetfleet.controller.fleet.frontier import fold
 from jetfleet.controller.fleet.search import Search
 
 GAP = 1e-4             # the relative gap to the proven optimum at which a solution is taken (0.01 %)
@@ -52,7 +54,8 @@ class Option:
 class Solution:
     """One option index per job; their summed value; an upper bound on the optimum (``value <= optimum <=
     bound``); how it was found (``greedy``: the first pass was within the gap; ``search``: branch and bound;
-    ``cut``: the search stopped at ``max_nodes``), the search's nodes; and the relaxation's prices: value per
+    ``folded``: the racks folded into one job each (``frontier.py``), then solved to the gap; ``cut``: the search
+    stopped at ``max_nodes``), the search's nodes; and the relaxation's prices: value per
     watt of the lab's budget (``lam``) and, on top of it, of each rack's (``mu``), what one more watt is worth."""
 
     picks: list[int]
@@ -214,6 +217,12 @@ class Prepared:
         self.lam, self.mu = lam, tuple(float(x) for x in mu)
         if bound - best <= gap * max(bound, 0.0) + 1e-12:
             return self.answer(pick, best, bound, "greedy", 0)
+        folded = fold(self) if nr else None
+        if folded is not None:    # racks of a few jobs: each folded into one job, the lab's budget left alone
+            sol = solve_arrays(folded.power, folded.value, self.budget, gap=gap, max_nodes=max_nodes)
+            if sol is not None and sol.value >= best:
+                return Solution(folded.unfold(sol.picks, n, self.orig), sol.value, max(sol.bound, sol.value),
+                                "cut" if sol.method == "cut" else "folded", sol.nodes, lam, self.mu)
         search = Search(self, reduced, top, price, lam, mu, pick, best, bound, gap, max_nodes)
         if len(search.free) > MAX_DEPTH:
             return self.answer(pick, best, bound, "cut", 0)
