@@ -19,7 +19,7 @@ The load processes' own CPU is printed too: on a 2-core machine they share the c
 
     python bench/fleet.py [--agents 1000] [--big 5000] [--window 10] [--rounds 3] [--mode-sets 200] [--load-procs 4]
                           [--controller-repo PATH]   # another checkout's controller (a before figure)
-                          [--controller-cpus 0] [--load-cpus 1] [--max-hellos N]
+                          [--controller-cpus 0] [--load-cpus 1] [--max-hellos N] [--connect-rate 5000]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -46,6 +47,7 @@ LOAD = str(ROOT / "bench" / "fleet_load.py")
 PRESETS = {"agx-orin": ("MAXN", "15W"), "agx-xavier": ("MAXN", "MODE_15W"), "orin-nano": ("MAXN", "7W")}
 MODELS = ["agx-orin", "agx-xavier", "orin-nano"]
 RATIO_LIMIT, P99_LIMIT_MS = 0.8, 50.0
+ERRORS: dict[int, Any] = {}   # a load process's stderr (a temporary file), by pid
 LISTENING = re.compile(r"listening on \S*:(\d+)")   # the controller's first line: `controller listening on HOST:PORT`
 
 
@@ -71,8 +73,8 @@ def ask(proc: subprocess.Popen[str]) -> list[int]:
     return [int(x) for x in proc.stdout.readline().split()]
 
 
-def start_load(address: str, n: int, procs: int, kind: str = "agents",
-               cpus: set[int] | None = None) -> list[subprocess.Popen[str]]:
+def start_load(address: str, n: int, procs: int, kind: str = "agents", cpus: set[int] | None = None,
+               connect_rate: float = 0.0) -> list[subprocess.Popen[str]]:
     per = -(-n // procs)
     out = []
     for i in range(procs):
@@ -80,9 +82,11 @@ def start_load(address: str, n: int, procs: int, kind: str = "agents",
             break
         # stderr: each distinct reason a session failed, once per process (printed at the end), and asyncio's
         # complaints about the sessions the controller dropped
-        p = subprocess.Popen([sys.executable, LOAD, kind, address, str(i * per), str(min(per, n - i * per))],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=tempfile.TemporaryFile("w+"),
-                             text=True)
+        err = tempfile.TemporaryFile("w+")
+        rate = [str(connect_rate)] if connect_rate and kind == "agents" else []
+        p = subprocess.Popen([sys.executable, LOAD, kind, address, str(i * per), str(min(per, n - i * per)), *rate],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
+        ERRORS[p.pid] = err
         if cpus:
             os.sched_setaffinity(p.pid, cpus)
         out.append(p)
@@ -102,7 +106,7 @@ def stop_all(procs: list[subprocess.Popen[str]]) -> list[str]:
             p.wait()
     reasons: set[str] = set()
     for p in procs:
-        err = p.stderr
+        err = ERRORS.pop(p.pid, None)
         if err is not None:
             err.seek(0)
             reasons |= {line.split("session failed: ", 1)[1].strip() for line in err if "session failed: " in line}
@@ -173,7 +177,7 @@ def samples_total(metrics_port: int) -> float:
 
 def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, kind: str = "agents", *,
                controller_cpus: set[int] | None = None, load_cpus: set[int] | None = None,
-               max_hellos: int = 0) -> dict[str, object]:
+               max_hellos: int = 0, connect_rate: float = 0.0) -> dict[str, object]:
     """The controller (of ``repo``) under n agents: windows, ingest, online count, and mode-set latencies; how the
     agents came online (seconds, the controller's CPU meanwhile, sessions failed and turned away, and why they
     failed), and its memory."""
@@ -196,7 +200,7 @@ def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, 
                 raise RuntimeError(f"controller did not start: {line!r}")
             address = f"127.0.0.1:{m.group(1)}"
             c0 = cpu_s(ctl.pid)
-            loads = start_load(address, n, procs, kind, load_cpus)
+            loads = start_load(address, n, procs, kind, load_cpus, connect_rate)
             connect_s = wait_welcomed(loads, n, server_pid=ctl.pid)
             connect_cpu = (cpu_s(ctl.pid) - c0) / connect_s
             time.sleep(min(3.0, 2 * window_s))
@@ -253,6 +257,8 @@ def main() -> None:
     p.add_argument("--controller-cpus", default="", help="pin the --big controller to these CPUs (e.g. 0)")
     p.add_argument("--load-cpus", default="", help="pin the --big load processes to these CPUs (e.g. 1)")
     p.add_argument("--max-hellos", type=int, default=0, help="the controller's --max-hellos (0: its default)")
+    p.add_argument("--connect-rate", type=float, default=0.0, help="agents dialling per second and load process "
+                   "(0: fleet_load.py's 100, a fleet coming up; 5000: all at once, as after a controller restart)")
     a = p.parse_args()
     repo = Path(a.controller_repo).resolve()
     print(f"fleet benchmark on {os.cpu_count()} cores (shared): {a.load_procs} load processes, one connection per "
@@ -307,12 +313,14 @@ def big(a: argparse.Namespace, repo: Path) -> None:
     cpus = {int(x) for x in a.controller_cpus.split(",")} if a.controller_cpus else None
     load_cpus = {int(x) for x in a.load_cpus.split(",")} if a.load_cpus else None
     big = controller(a.big, a.window, a.load_procs, 20, repo, controller_cpus=cpus, load_cpus=load_cpus,
-                     max_hellos=a.max_hellos)
+                     max_hellos=a.max_hellos, connect_rate=a.connect_rate)
     rows = big["rows"]
     assert isinstance(rows, list)
     cpu = median(rows, "cpu")
     online, ingest, failed = int(big["online"]), float(big["ingest"]), int(big["failed"])  # type: ignore[call-overload]
     where = f"controller pinned to CPU {a.controller_cpus}" if cpus else "controller on any CPU"
+    if a.connect_rate:
+        where += f", agents dialling at {a.connect_rate * a.load_procs:g} a second"
     print(f"  N={a.big} ({where}): {online}/{a.big} online (limit all: {verdict(online == a.big)}) after "
           f"{float(big['connect_s']):.0f} s, the controller at {float(big['connect_cpu']) * 100:.0f} % of a core "
           f"meanwhile; sessions that failed and were dialled again: {failed} (limit none: {verdict(failed == 0)}); "

@@ -192,7 +192,7 @@ async def _session(target: str, device_id: str, msgs: Messages, phase_s: float, 
             outq.put_nowait(None)
 
 
-def run_agents(target: str, first: int, n: int) -> None:
+def run_agents(target: str, first: int, n: int, connect_rate: float = CONNECT_RATE) -> None:
     """Agents bench-FIRST .. bench-(FIRST+n-1) until stdin closes; answers 'count' lines with 'sent welcomed failed
     turned-away'."""
     msgs = {m: Messages(m) for m in MODELS}
@@ -208,7 +208,7 @@ def run_agents(target: str, first: int, n: int) -> None:
             tasks.append(asyncio.create_task(_agent(target, f"bench-{i:05d}", msgs[MODELS[i % 3]],
                                                     (i * 0.618) % 1.0, stop, counts, welcomed, ticker)))
             if i % 10 == 9:
-                await asyncio.sleep(10 / CONNECT_RATE)   # dial in waves: CONNECT_RATE agents a second per process
+                await asyncio.sleep(10 / connect_rate)   # dial in waves: connect_rate agents a second per process
         done = asyncio.Event()
 
         def lines() -> None:
@@ -281,7 +281,8 @@ def run_minimal() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "agents":
-        run_agents(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        run_agents(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                   float(sys.argv[5]) if len(sys.argv) > 5 else CONNECT_RATE)
     elif sys.argv[1] == "real":
         run_real_agents(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
