@@ -11,8 +11,9 @@ import numpy as np
 
 from jetfleet.controller.fleet.knapsack import GAP, MAX_NODES, Solution, solve_arrays
 
-TRIAL_GAP = 1e-3        # a trial placement or exchange is judged to 0.1 % (the pass's final choice to GAP)
+TRIAL_GAP = 1e-3        # a trial placement or exchange is judged to 0.1 % (the pass's final choice to GAP) ...
 TRIAL_NODES = 1_000
+EXACT_JOBS = 16         # ... but with this few jobs every choice is the optimum (a gap of 0: small labs, exactly)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,9 @@ class JointRows:
         return mine + low_w <= float(racks[rack]) + idle_w + 1e-9
 
     def solve(self, gap: float = GAP, max_nodes: int = MAX_NODES) -> Solution | None:
-        """The joint choice of the placed jobs."""
+        """The joint choice of the placed jobs: to ``gap``, or the optimum with EXACT_JOBS or fewer."""
+        if self.n <= EXACT_JOBS:
+            gap, max_nodes = 0.0, MAX_NODES
         lab, racks = self.budgets()
         if self.n == 0:
             return Solution([], 0.0, 0.0, "greedy") if lab >= 0 and (racks >= 0).all() else None
