@@ -1,9 +1,13 @@
 """Board-layer benchmark: telemetry sample cost (real backend on a fixture tree, beside plain reads of
 the same files in the same run: the limit is 1.5 x plain open/read), the twin's sample, and the wall
-time for the twin to measure every PowerTrain mode. Prints figures; asserts nothing."""
+time for the twin to measure every PowerTrain mode. Prints figures; asserts nothing.
+
+    python bench/boards.py [--calls 500] [--every 1]   # --every K: every K-th PowerTrain mode on the twin
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -49,15 +53,19 @@ def os_reads(paths: list[str]) -> None:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--calls", type=int, default=500, help="samples timed per repeat (5 repeats)")
+    p.add_argument("--every", type=int, default=1, help="the twin measures every K-th PowerTrain mode")
+    a = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
         for layout in ("orin-jp6", "xavier-jp4"):
             root = Path(d) / layout
             build_tree(root, layout)
             board = JetsonBoard(root, JetsonOptions(command_path=install_tools(root)))
             files = board.telemetry.files() if isinstance(board.telemetry, SysfsTelemetry) else []
-            med, best = per_call_us(board.sample, 500)
-            plain, _ = per_call_us(lambda files=files: plain_reads(files), 500)
-            raw, _ = per_call_us(lambda files=files: os_reads(files), 500)
+            med, best = per_call_us(board.sample, a.calls)
+            plain, _ = per_call_us(lambda files=files: plain_reads(files), a.calls)
+            raw, _ = per_call_us(lambda files=files: os_reads(files), a.calls)
             ratio = med / plain
             print(f"real backend sample ({layout} fixture tree, {len(files)} files): median {med:.0f} us (best "
                   f"{best:.0f}); plain open/read of the same files {plain:.0f} us, os.read {raw:.0f} us; ratio to "
@@ -74,11 +82,11 @@ def main() -> None:
                   f"{(time.perf_counter() - t) * 1e3:.0f} ms")
     twin = EmulatedBoard("agx-orin", 0)
     twin.run_minibatches("resnet18", 100)
-    med, best = per_call_us(twin.sample, 2000)
+    med, best = per_call_us(twin.sample, 4 * a.calls)
     print(f"twin sample (agx-orin, during a run): median {med:.1f} us, best {best:.1f} us")
     for model in ("agx-orin", "agx-xavier"):
         board = EmulatedBoard(model, 0)
-        modes = board.catalog.grid("powertrain")
+        modes = board.catalog.grid("powertrain")[::a.every]
         t = time.perf_counter()
         for mode in modes:
             measure_on_twin(board, "resnet18", mode, 40)

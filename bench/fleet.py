@@ -8,14 +8,18 @@ batch of sample messages plus a heartbeat of its own. Figures, each beside its l
 
 - messages per CPU-second of the controller vs the minimal server at N agents (>= 0.8 x minimal),
   medians of 3 windows each, the two run alternately (3 rounds: the ratio is the median of the rounds');
-- N = 5,000 agents on one controller: all online, ingest keeping up with what was sent, controller CPU
-  (its whole process: the event loop and gRPC's threads) within one core;
+- N = 5,000 agents on one controller: all online without a reconnect storm (sessions that failed and were
+  dialled again: the limit is none; sessions the controller turned away while admitting others, told when to
+  dial again, are counted apart), ingest keeping up with what was sent, controller CPU (its whole process: the
+  event loop and gRPC's threads) within one core; with ``--controller-cpus 0`` the controller is pinned to one
+  CPU (given less than a core: it shares it) and ``--load-cpus 1`` keeps the load off that CPU;
 - `mode set` round trips through the operator client under the N = 1,000 load (p99 < 50 ms).
 
 The load processes' own CPU is printed too: on a 2-core machine they share the cores with the server.
 
     python bench/fleet.py [--agents 1000] [--big 5000] [--window 10] [--rounds 3] [--mode-sets 200] [--load-procs 4]
                           [--controller-repo PATH]   # another checkout's controller (a before figure)
+                          [--controller-cpus 0] [--load-cpus 1] [--max-hellos N] [--connect-rate 5000]
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -42,11 +47,22 @@ LOAD = str(ROOT / "bench" / "fleet_load.py")
 PRESETS = {"agx-orin": ("MAXN", "15W"), "agx-xavier": ("MAXN", "MODE_15W"), "orin-nano": ("MAXN", "7W")}
 MODELS = ["agx-orin", "agx-xavier", "orin-nano"]
 RATIO_LIMIT, P99_LIMIT_MS = 0.8, 50.0
+ERRORS: dict[int, Any] = {}   # a load process's stderr (a temporary file), by pid
+LISTENING = re.compile(r"listening on \S*:(\d+)")   # the controller's first line: `controller listening on HOST:PORT`
 
 
 def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory now (MiB)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def ask(proc: subprocess.Popen[str]) -> list[int]:
@@ -57,15 +73,28 @@ def ask(proc: subprocess.Popen[str]) -> list[int]:
     return [int(x) for x in proc.stdout.readline().split()]
 
 
-def start_load(address: str, n: int, procs: int, kind: str = "agents") -> list[subprocess.Popen[str]]:
+def start_load(address: str, n: int, procs: int, kind: str = "agents", cpus: set[int] | None = None,
+               connect_rate: float = 0.0) -> list[subprocess.Popen[str]]:
     per = -(-n // procs)
-    # stderr: asyncio's complaints about the sessions the controller dropped (the agent dials again; counted)
-    return [subprocess.Popen([sys.executable, LOAD, kind, address, str(i * per), str(min(per, n - i * per))],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            for i in range(procs) if n - i * per > 0]
+    out = []
+    for i in range(procs):
+        if n - i * per <= 0:
+            break
+        # stderr: each distinct reason a session failed, once per process (printed at the end), and asyncio's
+        # complaints about the sessions the controller dropped
+        err = tempfile.TemporaryFile("w+")
+        rate = [str(connect_rate)] if connect_rate and kind == "agents" else []
+        p = subprocess.Popen([sys.executable, LOAD, kind, address, str(i * per), str(min(per, n - i * per)), *rate],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
+        ERRORS[p.pid] = err
+        if cpus:
+            os.sched_setaffinity(p.pid, cpus)
+        out.append(p)
+    return out
 
 
-def stop_all(procs: list[subprocess.Popen[str]]) -> None:
+def stop_all(procs: list[subprocess.Popen[str]]) -> list[str]:
+    """Stop the load processes; the distinct reasons their sessions failed."""
     for p in procs:
         if p.stdin:
             p.stdin.close()
@@ -75,6 +104,14 @@ def stop_all(procs: list[subprocess.Popen[str]]) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+    reasons: set[str] = set()
+    for p in procs:
+        err = ERRORS.pop(p.pid, None)
+        if err is not None:
+            err.seek(0)
+            reasons |= {line.split("session failed: ", 1)[1].strip() for line in err if "session failed: " in line}
+            err.close()
+    return sorted(reasons)
 
 
 def wait_welcomed(loads: list[subprocess.Popen[str]], n: int, timeout_s: float = 600,
@@ -90,7 +127,8 @@ def wait_welcomed(loads: list[subprocess.Popen[str]], n: int, timeout_s: float =
             last = time.monotonic()
             cpu = f", server CPU {(cpu_s(server_pid) - c0) / (last - t0) * 100:.0f} %" if server_pid else ""
             print(f"    {last - t0:4.0f} s: {sum(c[1] for c in counts)}/{n} welcomed, "
-                  f"{sum(c[2] for c in counts)} sessions failed{cpu}", file=sys.stderr, flush=True)
+                  f"{sum(c[2] for c in counts)} sessions failed, {sum(c[3] for c in counts)} turned "
+                  f"away{cpu}", file=sys.stderr, flush=True)
         time.sleep(0.5)
     raise RuntimeError(f"only {sum(ask(p)[1] for p in loads)} of {n} agents were welcomed in {timeout_s:.0f} s")
 
@@ -137,26 +175,35 @@ def samples_total(metrics_port: int) -> float:
     return sum(float(v) for v in re.findall(r"^jetfleet_telemetry_samples_total(?:\{[^}]*\})? ([0-9.e+]+)$", text, re.M))
 
 
-def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path,
-               kind: str = "agents") -> dict[str, object]:
-    """The controller (of ``repo``) under n agents: windows, ingest, online count, and mode-set latencies."""
+def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, kind: str = "agents", *,
+               controller_cpus: set[int] | None = None, load_cpus: set[int] | None = None,
+               max_hellos: int = 0, connect_rate: float = 0.0) -> dict[str, object]:
+    """The controller (of ``repo``) under n agents: windows, ingest, online count, and mode-set latencies; how the
+    agents came online (seconds, the controller's CPU meanwhile, sessions failed and turned away, and why they
+    failed), and its memory."""
+    result: dict[str, object] = {}
     with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
         mport = free_port()
         env = {**os.environ, "PYTHONPATH": str(repo)}
-        ctl = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
-                                "--store", d, "--metrics-port", str(mport), "--max-connections", str(n + 1000)],
+        cmd = [sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0", "--store", d,
+               "--metrics-port", str(mport), "--max-connections", str(n + 1000)]
+        ctl = subprocess.Popen(cmd + (["--max-hellos", str(max_hellos)] if max_hellos else []),
                                stdout=subprocess.PIPE, text=True, env=env, cwd=repo)
+        if controller_cpus:
+            os.sched_setaffinity(ctl.pid, controller_cpus)
         assert ctl.stdout is not None
         loads: list[subprocess.Popen[str]] = []
         try:
             line = ctl.stdout.readline()
-            m = re.search(r"listening on \S*:(\d+)", line)
+            m = LISTENING.search(line)
             if not m:
                 raise RuntimeError(f"controller did not start: {line!r}")
             address = f"127.0.0.1:{m.group(1)}"
-            loads = start_load(address, n, procs, kind)
+            c0 = cpu_s(ctl.pid)
+            loads = start_load(address, n, procs, kind, load_cpus, connect_rate)
             connect_s = wait_welcomed(loads, n, server_pid=ctl.pid)
-            time.sleep(3.0)
+            connect_cpu = (cpu_s(ctl.pid) - c0) / connect_s
+            time.sleep(min(3.0, 2 * window_s))
             rows = windows(ctl.pid, loads, lambda: sum(ask(p)[0] for p in loads), window_s)
             s0, t0 = samples_total(mport), time.monotonic()
             time.sleep(window_s)
@@ -175,13 +222,16 @@ def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path,
                         continue
                     lat.append((time.perf_counter() - t) * 1e3)
             lat.sort()
-            failed = sum(ask(p)[2] for p in loads)
-            return {"rows": rows, "connect_s": connect_s, "online": online, "ingest": ingest, "failed": failed,
-                    "refused": len(refused),
-                    "p50": statistics.median(lat) if lat else float("nan"),
-                    "p99": lat[int(0.99 * (len(lat) - 1))] if lat else float("nan")}
+            counts = [ask(p) for p in loads]
+            result.update({"rows": rows, "connect_s": connect_s, "connect_cpu": connect_cpu, "online": online,
+                           "ingest": ingest, "failed": sum(c[2] for c in counts),
+                           "turned_away": sum(c[3] for c in counts), "refused": len(refused),
+                           "rss_mib": rss_mib(ctl.pid),
+                           "p50": statistics.median(lat) if lat else float("nan"),
+                           "p99": lat[int(0.99 * (len(lat) - 1))] if lat else float("nan")})
+            return result
         finally:
-            stop_all(loads)
+            result["reasons"] = stop_all(loads)
             ctl.terminate()
             try:
                 ctl.wait(60)
@@ -204,6 +254,11 @@ def main() -> None:
     p.add_argument("--load-procs", type=int, default=4)
     p.add_argument("--controller-repo", default=str(ROOT))
     p.add_argument("--real-agents", type=int, default=0, help="also N real agents (AgentLink on twins)")
+    p.add_argument("--controller-cpus", default="", help="pin the --big controller to these CPUs (e.g. 0)")
+    p.add_argument("--load-cpus", default="", help="pin the --big load processes to these CPUs (e.g. 1)")
+    p.add_argument("--max-hellos", type=int, default=0, help="the controller's --max-hellos (0: its default)")
+    p.add_argument("--connect-rate", type=float, default=0.0, help="agents dialling per second and load process "
+                   "(0: fleet_load.py's 100, a fleet coming up; 5000: all at once, as after a controller restart)")
     a = p.parse_args()
     repo = Path(a.controller_repo).resolve()
     print(f"fleet benchmark on {os.cpu_count()} cores (shared): {a.load_procs} load processes, one connection per "
@@ -241,7 +296,8 @@ def small(a: argparse.Namespace, repo: Path) -> None:
         print(f"  N={a.agents}, round {r + 1}: minimal grpc.aio server {m:6.0f} msgs per CPU-second (CPU "
               f"{median(mins, 'cpu') * 100:4.1f} %); controller {j:6.0f} (CPU {median(rows, 'cpu') * 100:4.1f} %, "
               f"{median(rows, 'sent'):5.0f} msgs/s sent, {ours['ingest']:6.0f} samples/s ingested of "
-              f"{a.agents * 10}; sessions failed and dialled again: {ours['failed']}; load processes "
+              f"{a.agents * 10}; sessions failed and dialled again: {ours['failed']}, turned away: "
+              f"{ours['turned_away']}; load processes "
               f"{median(rows, 'load_cpu') * 100:3.0f} % of a core); ratio {j / m:4.2f}", flush=True)
     ratio = statistics.median(ratios)
     print(f"  messages per CPU-second, controller / minimal: ratio {ratio:5.2f}, median of {a.rounds} rounds "
@@ -253,18 +309,31 @@ def small(a: argparse.Namespace, repo: Path) -> None:
 
 
 def big(a: argparse.Namespace, repo: Path) -> None:
-    """``a.big`` agents on one controller: all online, ingest keeping up, CPU within one core."""
-    big = controller(a.big, a.window, a.load_procs, 20, repo)
+    """``a.big`` agents on one controller: all online without a storm, ingest keeping up, CPU within one core."""
+    cpus = {int(x) for x in a.controller_cpus.split(",")} if a.controller_cpus else None
+    load_cpus = {int(x) for x in a.load_cpus.split(",")} if a.load_cpus else None
+    big = controller(a.big, a.window, a.load_procs, 20, repo, controller_cpus=cpus, load_cpus=load_cpus,
+                     max_hellos=a.max_hellos, connect_rate=a.connect_rate)
     rows = big["rows"]
     assert isinstance(rows, list)
     cpu = median(rows, "cpu")
-    held = big["online"] == a.big and float(big["ingest"]) >= 0.95 * a.big * 10 and cpu < 1.0
-    print(f"  N={a.big}: {big['online']}/{a.big} online after {float(big['connect_s']):.0f} s (sessions that failed "
-          f"and were dialled again: {big['failed']}); ingest {float(big['ingest']):7.0f} samples/s of {a.big * 10} "
-          f"sent; controller CPU {cpu * 100:5.1f} % of one core (limit < 100 %: {verdict(held)}; ratio {cpu:4.2f}); "
-          f"{median(rows, 'per_cpu_s'):6.0f} msgs per CPU-second; load processes {median(rows, 'load_cpu') * 100:4.0f} "
-          f"% of a core; mode set p99 {float(big['p99']):5.1f} ms ({big['refused']} of 20 refused: board offline)",
-          flush=True)
+    online, ingest, failed = int(big["online"]), float(big["ingest"]), int(big["failed"])  # type: ignore[call-overload]
+    where = f"controller pinned to CPU {a.controller_cpus}" if cpus else "controller on any CPU"
+    if a.connect_rate:
+        where += f", agents dialling at {a.connect_rate * a.load_procs:g} a second"
+    print(f"  N={a.big} ({where}): {online}/{a.big} online (limit all: {verdict(online == a.big)}) after "
+          f"{float(big['connect_s']):.0f} s, the controller at {float(big['connect_cpu']) * 100:.0f} % of a core "
+          f"meanwhile; sessions that failed and were dialled again: {failed} (limit none: {verdict(failed == 0)}); "
+          f"turned away while others were admitted, told when to dial again: {big['turned_away']}", flush=True)
+    print(f"  N={a.big}: ingest {ingest:7.0f} samples/s of {a.big * 10} sent (limit >= 95 %: "
+          f"{verdict(ingest >= 0.95 * a.big * 10)}; ratio {ingest / (a.big * 10):4.2f}); controller CPU "
+          f"{cpu * 100:5.1f} % of one core (limit < 100 %: {verdict(cpu < 1.0)}; ratio {cpu:4.2f}); "
+          f"{median(rows, 'per_cpu_s'):6.0f} msgs per CPU-second; RSS {float(big['rss_mib']):5.0f} MiB; load "
+          f"processes {median(rows, 'load_cpu') * 100:4.0f} % of a core; mode set p99 {float(big['p99']):5.1f} ms "
+          f"({big['refused']} of 20 refused: board offline)", flush=True)
+    if big["reasons"]:
+        print(f"  N={a.big}: why sessions failed: {'; '.join(big['reasons'][:6])}", flush=True)  # type: ignore[index]
+
 
 if __name__ == "__main__":
     main()

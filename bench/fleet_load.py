@@ -7,8 +7,9 @@ when the welcome allows it (as columns when it says so), or a batch of sample me
 heartbeat of its own (protocol 1, an older controller); set_mode commands are acknowledged and
 answered with the mode confirmed. Messages are serialised once and sent as bytes, so a load process
 spends its time in gRPC, not in building messages. An agent whose session ends dials again after a
-jittered backoff, as the real agent does. Each process answers ``count`` on stdin with the messages
-it has sent, the agents welcomed at least once and the sessions that failed.
+jittered backoff, as the real agent does; one turned away by a controller admitting agents waits what it was
+told, with the real agent's jitter on top. Each process answers ``count`` on stdin with the messages it has sent,
+the agents welcomed at least once, the sessions that failed and the sessions turned away.
 
 ``real``: the real agent (AgentLink on emulated boards, 10 Hz sampling, 1 s batches) instead, for a
 figure with everything a board's agent does; its processes spend most of their CPU on the twins.
@@ -32,8 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import grpc  # noqa: E402
 
 from jetfleet.shared import defaults  # noqa: E402
+from jetfleet.shared.backoff import admission_delay_s  # noqa: E402
 from jetfleet.shared.columns import columns_from_samples  # noqa: E402
 from jetfleet.shared.convert import catalog_to_pb, mode_to_pb, sample_to_pb  # noqa: E402
+from jetfleet.shared.grpc_errors import retry_after_s  # noqa: E402
 from jetfleet.shared.proto import agent_pb2, common_pb2  # noqa: E402
 from jetfleet.twin.board import EmulatedBoard  # noqa: E402
 
@@ -112,21 +115,31 @@ async def _agent(target: str, device_id: str, msgs: Messages, phase_s: float, st
                  counts: dict[str, int], welcomed: set[str], ticker: Ticker) -> None:
     """One agent: a session, and another after a jittered backoff whenever one ends (as the real agent does)."""
     attempt = 0
+    rng = random.Random(device_id)
     while not stop.is_set():
+        told = None
         try:
             await _session(target, device_id, msgs, phase_s, stop, counts, welcomed, ticker)
             attempt = 0
         except grpc.aio.AioRpcError as e:
-            attempt += 1
-            counts["failed"] += 1
-            why = f"{e.code().name}: {e.details()}"
-            if why not in reasons:   # each distinct reason once, on stderr
-                reasons.add(why)
-                print(f"{device_id}: session failed: {why}", file=sys.stderr, flush=True)
+            told = retry_after_s(e) if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED else None
+            if told is not None:
+                counts["turned_away"] += 1
+            else:
+                attempt += 1
+                counts["failed"] += 1
+                why = f"{e.code().name}: {e.details()}"
+                if why not in reasons:   # each distinct reason once, on stderr
+                    reasons.add(why)
+                    print(f"{device_id}: session failed: {why}", file=sys.stderr, flush=True)
         if not stop.is_set():
-            delay = min(10.0, 0.5 * 2 ** min(attempt, 5))
+            if told is not None:
+                delay = admission_delay_s(told, rng)
+            else:
+                delay = min(10.0, 0.5 * 2 ** min(attempt, 5))
+                delay = delay / 2 + rng.random() * delay / 2
             try:
-                await asyncio.wait_for(stop.wait(), delay / 2 + random.random() * delay / 2)
+                await asyncio.wait_for(stop.wait(), delay)
             except asyncio.TimeoutError:
                 pass
 
@@ -179,10 +192,11 @@ async def _session(target: str, device_id: str, msgs: Messages, phase_s: float, 
             outq.put_nowait(None)
 
 
-def run_agents(target: str, first: int, n: int) -> None:
-    """Agents bench-FIRST .. bench-(FIRST+n-1) until stdin closes; answers 'count' lines with 'sent welcomed'."""
+def run_agents(target: str, first: int, n: int, connect_rate: float = CONNECT_RATE) -> None:
+    """Agents bench-FIRST .. bench-(FIRST+n-1) until stdin closes; answers 'count' lines with 'sent welcomed failed
+    turned-away'."""
     msgs = {m: Messages(m) for m in MODELS}
-    counts = {"sent": 0, "failed": 0}
+    counts = {"sent": 0, "failed": 0, "turned_away": 0}
     welcomed: set[str] = set()
 
     async def main() -> None:
@@ -194,12 +208,12 @@ def run_agents(target: str, first: int, n: int) -> None:
             tasks.append(asyncio.create_task(_agent(target, f"bench-{i:05d}", msgs[MODELS[i % 3]],
                                                     (i * 0.618) % 1.0, stop, counts, welcomed, ticker)))
             if i % 10 == 9:
-                await asyncio.sleep(10 / CONNECT_RATE)   # dial in waves: CONNECT_RATE agents a second per process
+                await asyncio.sleep(10 / connect_rate)   # dial in waves: connect_rate agents a second per process
         done = asyncio.Event()
 
         def lines() -> None:
             for _ in sys.stdin:
-                print(counts["sent"], len(welcomed), counts["failed"], flush=True)
+                print(counts["sent"], len(welcomed), counts["failed"], counts["turned_away"], flush=True)
             loop.call_soon_threadsafe(done.set)
 
         threading.Thread(target=lines, daemon=True).start()
@@ -212,7 +226,7 @@ def run_agents(target: str, first: int, n: int) -> None:
 
 def run_real_agents(target: str, first: int, n: int) -> None:
     """The real agent code (AgentLink, 10 Hz sampling) on n emulated boards on one event loop, until stdin closes;
-    answers 'count' lines with '0 welcomed 0' (the messages are the agent's own business)."""
+    answers 'count' lines with '0 welcomed 0 turned-away' (the messages are the agent's own business)."""
     from jetfleet.agent.config import AgentConfig
     from jetfleet.agent.link import AgentLink
 
@@ -226,7 +240,8 @@ def run_real_agents(target: str, first: int, n: int) -> None:
 
         def lines() -> None:
             for _ in sys.stdin:
-                print(0, sum(1 for link in links if link.sessions), 0, flush=True)
+                print(0, sum(1 for link in links if link.sessions), 0,
+                      sum(len(link.admission_waits) for link in links), flush=True)
             loop.call_soon_threadsafe(done.set)
 
         threading.Thread(target=lines, daemon=True).start()
@@ -266,7 +281,8 @@ def run_minimal() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "agents":
-        run_agents(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        run_agents(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                   float(sys.argv[5]) if len(sys.argv) > 5 else CONNECT_RATE)
     elif sys.argv[1] == "real":
         run_real_agents(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:

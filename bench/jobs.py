@@ -6,7 +6,7 @@ controller's CPU seconds per job beside the board time each job covered, and the
 calibrated transfer (5 folds + the final model, time and power), which a job without a model adds once per
 (board model, workload).
 
-    python bench/jobs.py [--jobs 100] [--speed 50] [--minibatches 2000]
+    python bench/jobs.py [--jobs 100] [--speed 50] [--minibatches 2000] [--epochs 30] [--idle-s 5]
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.fleet import cpu_seconds, rss_mib  # noqa: E402
+from bench.fleet import LISTENING, cpu_s, rss_mib  # noqa: E402
 from jetfleet.client import OperatorClient  # noqa: E402
 
 BOARD = "orin-nano"
@@ -49,8 +48,9 @@ def run_agents(controller: str, n: int, speed: float) -> None:
     asyncio.run(main())
 
 
-def seed_models(store_dir: str) -> float:
-    """A reference and a calibrated model of the target in the store; returns the calibrated transfer's CPU seconds."""
+def seed_models(store_dir: str, epochs: int) -> float:
+    """A reference (``epochs`` of training) and a calibrated model of the target in the store; returns the calibrated
+    transfer's CPU seconds."""
     import numpy as np
 
     from jetfleet.controller.powertrain import nn as P
@@ -60,11 +60,12 @@ def seed_models(store_dir: str) -> float:
     from jetfleet.research.powertrain.evaluate import twin_truth
 
     ref = twin_truth(BOARD, "resnet18", seed=5)
-    tn, pn = P.train_references(ref.x, [ref.time_ms, ref.power_w], epochs=30)
+    tn, pn = P.train_references(ref.x, [ref.time_ms, ref.power_w], epochs=epochs)
     g = twin_truth(BOARD, WORKLOAD, seed=0)
     idx = np.random.default_rng(0).choice(len(g.modes), 50, replace=False)
     t0 = time.process_time()
-    ct, cp = fit_calibrated(tn, g.x[idx], g.time_ms[idx]), fit_calibrated(pn, g.x[idx], g.power_w[idx])
+    ct = fit_calibrated(tn, g.x[idx], g.time_ms[idx], epochs=10 * epochs)
+    cp = fit_calibrated(pn, g.x[idx], g.power_w[idx], epochs=10 * epochs)
     transfer_cpu_s = time.process_time() - t0
     store = open_store(store_dir)
     repo = ModelRepo(store)
@@ -75,14 +76,16 @@ def seed_models(store_dir: str) -> float:
     return transfer_cpu_s
 
 
-def bench(n: int, speed: float, minibatches: int) -> None:
+def bench(n: int, speed: float, minibatches: int, epochs: int, idle_s: float) -> None:
     with tempfile.TemporaryDirectory() as d:
-        transfer_cpu_s = seed_models(d)
+        transfer_cpu_s = seed_models(d, epochs)
         ctl = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
                                 "--store", d], stdout=subprocess.PIPE, text=True)
         assert ctl.stdout is not None
-        m = re.search(r":(\d+),", ctl.stdout.readline())
-        assert m
+        line = ctl.stdout.readline()
+        m = LISTENING.search(line)
+        if not m:
+            raise RuntimeError(f"controller did not start: {line!r}")
         address = f"127.0.0.1:{m.group(1)}"
         agents = subprocess.Popen([sys.executable, __file__, "--run-agents", str(n), "--controller", address,
                                    "--speed", str(speed)], stdin=subprocess.PIPE, text=True)
@@ -91,11 +94,11 @@ def bench(n: int, speed: float, minibatches: int) -> None:
                 t0 = time.monotonic()
                 while time.monotonic() - t0 < 300 and sum(dev.online for dev in c.list_devices()) < n:
                     time.sleep(0.5)
-                time.sleep(2.0)
-                idle0, w0 = cpu_seconds(ctl.pid), time.monotonic()
-                time.sleep(5.0)
-                idle_cpu_per_s = (cpu_seconds(ctl.pid) - idle0) / (time.monotonic() - w0)   # telemetry of n boards
-                c0, w0 = cpu_seconds(ctl.pid), time.monotonic()
+                time.sleep(min(2.0, idle_s))
+                idle0, w0 = cpu_s(ctl.pid), time.monotonic()
+                time.sleep(idle_s)
+                idle_cpu_per_s = (cpu_s(ctl.pid) - idle0) / (time.monotonic() - w0)   # telemetry of n boards
+                c0, w0 = cpu_s(ctl.pid), time.monotonic()
                 ids = [c.submit_job(WORKLOAD, device_id=f"bench-{i:04d}", power_budget_w=10, minibatches=minibatches).job_id
                        for i in range(n)]
                 while True:
@@ -104,7 +107,7 @@ def bench(n: int, speed: float, minibatches: int) -> None:
                         break
                     time.sleep(0.5)
                 wall = time.monotonic() - w0
-                cpu = cpu_seconds(ctl.pid) - c0
+                cpu = cpu_s(ctl.pid) - c0
             done = [j for j in jobs if j.job_id in ids and j.state == "done"]
             board_s = sum(j.elapsed_s for j in done)
             jobs_cpu = cpu - idle_cpu_per_s * wall
@@ -113,8 +116,8 @@ def bench(n: int, speed: float, minibatches: int) -> None:
                   f"board s each; controller CPU {cpu:6.1f} s ({idle_cpu_per_s * 100:4.1f}% idle for telemetry) -> "
                   f"{jobs_cpu / n:5.2f} CPU s per job, {jobs_cpu / max(1.0, board_s) * 3600:5.2f} CPU s per board-hour "
                   f"of training; {steps} loop steps; RSS {rss_mib(ctl.pid):6.0f} MiB", flush=True)
-            print(f"calibrated transfer (5 folds + final, time and power, 50 modes): {transfer_cpu_s:.1f} CPU s, once per "
-                  f"(board model, workload) without a model", flush=True)
+            print(f"calibrated transfer (5 folds + final, time and power, 50 modes, {10 * epochs} epochs): "
+                  f"{transfer_cpu_s:.1f} CPU s, once per (board model, workload) without a model", flush=True)
         finally:
             assert agents.stdin is not None
             agents.stdin.close()
@@ -128,6 +131,8 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=100)
     p.add_argument("--speed", type=float, default=50.0, help="board-clock acceleration of the emulated boards")
     p.add_argument("--minibatches", type=int, default=2000)
+    p.add_argument("--epochs", type=int, default=30, help="the seeded reference's training epochs (x10: transfer)")
+    p.add_argument("--idle-s", type=float, default=5.0, help="seconds the idle controller's CPU is measured")
     p.add_argument("--run-agents", type=int, default=0)
     p.add_argument("--controller", default="")
     a = p.parse_args()
@@ -135,7 +140,7 @@ def main() -> None:
         run_agents(a.controller, a.run_agents, a.speed)
         return
     print(f"jobs benchmark on {os.cpu_count()} cores: {a.jobs} {WORKLOAD} jobs under 10 W on emulated {BOARD} boards")
-    bench(a.jobs, a.speed, a.minibatches)
+    bench(a.jobs, a.speed, a.minibatches, a.epochs, a.idle_s)
 
 
 if __name__ == "__main__":

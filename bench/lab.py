@@ -4,11 +4,12 @@ reference campaign (resnet18 on the emulated AGX Orin), at the lab's default spe
 measured. The 4,368 modes at 100x take tens of minutes: by default that run stops at its 5% ETA (the figure an
 operator sees) and `--full` runs it to the end. The README's figures come from here.
 
-    python bench/lab.py [--full]
+    python bench/lab.py [--full] [--small random:50] [--large powertrain] [--speeds 100,inf]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import math
 import sys
@@ -64,11 +65,17 @@ async def run(speed: float, specs: list[tuple[str, bool]]) -> list[tuple[str, fl
 
 
 def main() -> None:
-    full = "--full" in sys.argv
+    p = argparse.ArgumentParser()
+    p.add_argument("--full", action="store_true", help="run the large campaign to its end at the lab's speed too")
+    p.add_argument("--small", default="random:50", help="the README's campaign (run to its end)")
+    p.add_argument("--large", default="powertrain", help="the reference campaign (stopped at its 5%% ETA at 100x)")
+    p.add_argument("--speeds", default=f"{LAB_SPEED:g},inf", help="board-clock speeds, comma-separated")
+    a = p.parse_args()
+    full = a.full
     print("campaigns on `jetfleet lab up` (resnet18 on the emulated AGX Orin, embedded SQLite store)", flush=True)
-    for speed in (LAB_SPEED, math.inf):
-        label = "instant (--speed inf)" if math.isinf(speed) else f"{speed:g}x (the default)"
-        specs = [("random:50", True), ("powertrain", full or math.isinf(speed))]
+    for speed in (float(x) for x in a.speeds.split(",")):
+        label = "instant (--speed inf)" if math.isinf(speed) else f"{speed:g}x" + (" (the default)" if speed == LAB_SPEED else "")
+        specs = [(a.small, True), (a.large, full or math.isinf(speed))]
         for spec, wall, eta, done in asyncio.run(run(speed, specs)):
             eta_s = f"{eta:.0f} s" if eta is not None else "-"
             ran = (f"{done:5d} modes in {wall:7.1f} s ({done / wall:6.1f} modes/s)" if wall is not None

@@ -3,6 +3,7 @@ controller's /metrics with N boards' power relayed (default 1000). Prints scrape
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import threading
@@ -30,6 +31,11 @@ def scrape_stats(port: int, n: int = 200) -> tuple[float, float, int]:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("boards", type=int, nargs="?", default=1000, help="boards relayed by the controller's /metrics")
+    p.add_argument("--scrapes", type=int, default=200, help="scrapes of the agent's /metrics (half as many of the "
+                   "controller's)")
+    a = p.parse_args()
     board = EmulatedBoard("agx-orin", 0)
     metrics = AgentMetrics(board.catalog, "agx-orin-0")
     metrics.set_mode(board.read_mode())
@@ -44,11 +50,11 @@ def main() -> None:
     threading.Thread(target=feed, daemon=True).start()
     server = MetricsServer(metrics.registry, MetricsHttpConfig(address="127.0.0.1")).start()
     time.sleep(0.5)
-    p50, p99, size = scrape_stats(server.port)
+    p50, p99, size = scrape_stats(server.port, a.scrapes)
     print(f"agent /metrics at 10 Hz telemetry: {size} bytes, scrape p50 {p50:.2f} ms, p99 {p99:.2f} ms")
     stop.set()
     server.stop()
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    n = a.boards
     cm = ControllerMetrics()
     models = ("agx-orin", "agx-xavier", "orin-nano")
     for i in range(n):   # each board as a batch leaves it: power, samples, online
@@ -58,7 +64,7 @@ def main() -> None:
     for model in models:
         cm.agents.labels(model, "online").set(n // 3)
     server = MetricsServer(cm.registry, MetricsHttpConfig(address="127.0.0.1")).start()
-    p50, p99, size = scrape_stats(server.port, 100)
+    p50, p99, size = scrape_stats(server.port, max(1, a.scrapes // 2))
     print(f"controller /metrics with {n} boards: {size} bytes ({size / n:.0f} per board), scrape p50 {p50:.1f} ms, "
           f"p99 {p99:.1f} ms")
     server.stop()

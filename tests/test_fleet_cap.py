@@ -129,3 +129,20 @@ def test_with_a_cap_and_no_fleet_job_the_fleet_loop_keeps_the_labs_power_gauge_c
     lab.wait(lambda: not lab.online(gone.device_id), 10, "the board offline")
     # no operator call from here: only the fleet loop's look at the boards can move the gauge
     lab.wait(lambda: 0 < lab_w() < 0.75 * both, 10, "the lab's power without the stopped board")
+
+
+def test_a_rack_cap_is_scheduled_a_fleet_job_goes_where_its_rack_leaves_room(lab):
+    """Rack caps are scheduled, not only shown: orin-nano-0's rack may draw only a little over its idle, so the
+    fleet job lands on orin-nano-1 (the queue's first choice otherwise, as the first free board), and the plan's
+    prediction for it keeps both caps."""
+    as_json(lab, "devices", "label", "orin-nano-0", "rack=rack-a")
+    as_json(lab, "fleet", "cap", "set", "40W")
+    idle = lab.lab.controller.fleet.idle_w("orin-nano-0")
+    as_json(lab, "fleet", "cap", "set", f"{idle + 0.5:.2f}W", "--group", "rack-a")
+    with OperatorClient(lab.address) as c:
+        job = c.submit_job("resnet18", fleet=True, minibatches=300)
+        lab.wait(lambda: c.get_job(job.job_id).state in ("running", "done"), 60, "the fleet job started")
+        assert c.get_job(job.job_id).device_id == "orin-nano-1"
+        plan = {p.group: p for p in c.fleet_plan()}
+        assert plan["rack-a"].predicted_w <= idle + 0.5 + 1e-6 and plan[""].predicted_w <= 40.0
+        lab.wait(lambda: c.get_job(job.job_id).state == "done", 120, "the fleet job done")

@@ -135,3 +135,31 @@ def test_the_last_batch_a_board_sent_is_kept_before_it_goes_offline(tmp_path, ho
         lt.call(agent.close(), timeout_s=30)
     finally:
         lt.close()
+
+
+def test_a_block_naming_rails_the_board_lacks_is_refused_alone_even_first_of_its_layout(monkeypatch):
+    """Blocks are grouped by catalog, samples and how many rails and sensors they name; the first block of a group
+    names its layout. One naming a rail its board lacks, first in the flush, is checked (and refused) alone: it
+    neither names the group's layout nor sends the good blocks of the same shape to be checked one by one."""
+    from jetfleet.controller import telemetry
+
+    alone: list[int] = []
+    check_alone = telemetry.check_columns
+    monkeypatch.setattr(telemetry, "check_columns", lambda cols, cat, *a: alone.append(1) or check_alone(cols, cat, *a))
+
+    async def run() -> None:
+        hub = TelemetryHub(ControllerConfig(), ControllerMetrics(), flush_s=3600)
+        refused: list[tuple[object, str]] = []
+        hub.on_refused = lambda owner, e: refused.append((owner, e.field))
+        for k in range(6):
+            catalog, samples = _trace("agx-orin", k, 10)
+            cols = columns_from_samples(samples)
+            if k in (0, 3):
+                cols.rails[1] = "VDD_FAKE"
+            hub.defer(f"agx-orin-{k}", catalog, agent_pb2.TelemetryBatch(columns=cols), owner=k)
+        hub.flush()
+        assert refused == [(0, "telemetry.columns.rails_w"), (3, "telemetry.columns.rails_w")]
+        assert len(alone) == 2
+        assert all(len(hub.window(f"agx-orin-{k}")) == 10 for k in (1, 2, 4, 5))
+
+    asyncio.run(run())

@@ -17,13 +17,13 @@ from jetfleet.agent.device.base import Device, TelemetrySample
 from jetfleet.agent.executor import CommandExecutor
 from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.shared import defaults
-from jetfleet.shared.backoff import backoff_delay_s
+from jetfleet.shared.backoff import admission_delay_s, backoff_delay_s
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.columns import columns_from_samples, samples_from_columns
 from jetfleet.shared.compat import to_thread
 from jetfleet.shared.convert import catalog_to_pb, mode_to_pb, sample_to_pb
 from jetfleet.shared.errors import InvalidArgument, JetfleetError, ResourceExhausted
-from jetfleet.shared.grpc_errors import error_pb
+from jetfleet.shared.grpc_errors import error_pb, retry_after_s
 from jetfleet.shared.netutil import channel_credentials, is_loopback
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2
 from jetfleet.shared.workloads import WorkloadRegistry
@@ -35,6 +35,7 @@ WELCOME_BOUNDS = {"heartbeat_interval_s": (0.05, 60.0), "telemetry_interval_s": 
                   "max_batch_samples": (1, 10_000)}
 MAX_COMMANDS_IN_FLIGHT = 64   # commands running or waiting for the board; more are refused
 PART_BYTES = 1024 * 1024   # a result larger than this goes as ResultParts of about this size (the limit is 4 MiB)
+MAX_KEPT_WAITS = 100       # the last admission waits kept (told, taken) for tests and logs
 
 
 def default_device_id(model: str, serial: str) -> str:
@@ -100,6 +101,7 @@ class AgentLink:
         self.connected = asyncio.Event()
         self.sessions = 0            # sessions that got a welcome (for tests and logs)
         self.attempts = 0            # times it dialled the controller
+        self.admission_waits: list[tuple[float, float]] = []   # (wait the controller told, wait taken), newest last
         self.notices: list[common_pb2.Error] = []
         self._batch_s = config.batch_interval_s
         self._heartbeat_s = config.heartbeat_interval_s
@@ -153,25 +155,39 @@ class AgentLink:
             while not stop.is_set():
                 welcomed_before = self.sessions
                 self.attempts += 1
+                told: float | None = None
                 try:
                     await self._session(stop)
                 except grpc.aio.AioRpcError as e:
-                    refused = e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
-                                               grpc.StatusCode.DEADLINE_EXCEEDED)
-                    # An unreachable controller is worth a warning at the first failure and every 20th after it
-                    # (a TLS handshake the controller refuses looks the same from here); the rest is info.
-                    loud = refused or attempt % 20 == 0
-                    (log.warning if loud else log.info)("%s: controller %s: %s %s", self.device_id,
-                                                        self.config.controller, e.code().name, e.details())
-                    if refused:  # the controller refused this agent (bad hello, id taken): keep it visible
-                        self.notices.append(common_pb2.Error(code=e.code().name, message=e.details() or ""))
+                    if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                        told = retry_after_s(e)
+                    if told is not None:
+                        # The controller is admitting other agents and said when to come back: not this agent's
+                        # fault, nothing to keep as a notice.
+                        log.info("%s: controller %s is busy admitting agents: dialling again in %.1f s or a little "
+                                 "more", self.device_id, self.config.controller, told)
+                    else:
+                        refused = e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
+                                                   grpc.StatusCode.DEADLINE_EXCEEDED)
+                        # An unreachable controller is worth a warning at the first failure and every 20th after it
+                        # (a TLS handshake the controller refuses looks the same from here); the rest is info.
+                        loud = refused or attempt % 20 == 0
+                        (log.warning if loud else log.info)("%s: controller %s: %s %s", self.device_id,
+                                                            self.config.controller, e.code().name, e.details())
+                        if refused:  # the controller refused this agent (bad hello, id taken): keep it visible
+                            self.notices.append(common_pb2.Error(code=e.code().name, message=e.details() or ""))
                 finally:
                     self.connected.clear()
                 if stop.is_set():
                     break
-                attempt = 0 if self.sessions > welcomed_before else attempt + 1
-                delay = backoff_delay_s(attempt, base_s=self.config.backoff_base_s, max_s=self.config.backoff_max_s,
-                                        rng=self.rng)
+                if told is not None:   # honoured, with jitter on top: those told alike come back spread out
+                    delay = admission_delay_s(told, self.rng)
+                    self.admission_waits.append((told, delay))
+                    del self.admission_waits[:-MAX_KEPT_WAITS]
+                else:
+                    attempt = 0 if self.sessions > welcomed_before else attempt + 1
+                    delay = backoff_delay_s(attempt, base_s=self.config.backoff_base_s,
+                                            max_s=self.config.backoff_max_s, rng=self.rng)
                 try:
                     await asyncio.wait_for(stop.wait(), delay)
                 except asyncio.TimeoutError:

@@ -71,10 +71,13 @@ def controller_group() -> None:
               help="open client connections at once (also bounded by the open-file limit)")
 @click.option("--handshake-timeout", "handshake_timeout_s", default=10.0, show_default=True,
               type=click.FloatRange(0.1, 300), help="seconds a new connection may take to start speaking gRPC")
+@click.option("--max-hellos", "max_hellos_in_flight", default=64, show_default=True, type=click.IntRange(1, 100_000),
+              help="agents' hellos handled at once; the agents beyond are told when to dial again (a fleet coming up "
+                   "or re-dialling a restarted controller arrives spread out instead of all at once)")
 @handle_errors
 def controller_serve(listen: str, store: str, metrics_port: int | None, metrics_address: str, metrics_tls_cert: str,
                      metrics_tls_key: str, metrics_auth_file: str, tls_cert: str, tls_key: str, tls_ca: str,
-                     insecure: bool, max_connections: int, handshake_timeout_s: float) -> None:
+                     insecure: bool, max_connections: int, handshake_timeout_s: float, max_hellos_in_flight: int) -> None:
     """Run the controller until SIGTERM or Ctrl-C (Python 3.11 or newer)."""
     import sys
 
@@ -88,7 +91,7 @@ def controller_serve(listen: str, store: str, metrics_port: int | None, metrics_
                               metrics_tls_cert=metrics_tls_cert, metrics_tls_key=metrics_tls_key,
                               metrics_auth_file=metrics_auth_file, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
                               insecure=insecure, max_connections=max_connections,
-                              handshake_timeout_s=handshake_timeout_s)
+                              handshake_timeout_s=handshake_timeout_s, max_hellos_in_flight=max_hellos_in_flight)
     raise_fd_limit()
 
     async def main(stop: asyncio.Event) -> None:

@@ -25,6 +25,7 @@ class ControllerConfig:
     max_message_bytes: int = 4 * 1024 * 1024
     max_connections: int = 4096              # open TCP connections at once (also bounded by the descriptor limit)
     handshake_timeout_s: float = 10.0        # a connection that has not completed its handshake is closed
+    max_hellos_in_flight: int = 64           # agents' hellos handled at once; more are told when to dial again
     fleet_period_s: float = 2.0              # wall seconds between windows of the fleet queue's aggregate loop
     idle_connection_s: float = 300.0         # a connection without calls for this long is closed (agents keep a call)
     insecure: bool = False                   # allow plaintext on a non-loopback address

@@ -255,6 +255,7 @@ class OperatorService:
         """Add, replace or remove a board's labels."""
         self.fleet.refresh()
         await asyncio.to_thread(self.fleet.set_labels, device_id, labels)
+        await self.fleet_queue.reschedule()   # a board may have changed racks: the fleet jobs' caps are others
         return self.device_pb(self.registry.get(device_id))
 
     async def set_cap(self, cap_w: float, group: str) -> operator_pb2.FleetPlan:

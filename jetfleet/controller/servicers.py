@@ -10,8 +10,8 @@ import grpc
 
 from jetfleet.controller.service import OperatorService
 from jetfleet.controller.sessions import AgentSessions
-from jetfleet.shared.errors import JetfleetError, PermissionDenied
-from jetfleet.shared.grpc_errors import rpc, rpc_stream, status_of
+from jetfleet.shared.errors import JetfleetError, PermissionDenied, ResourceExhausted
+from jetfleet.shared.grpc_errors import abort, rpc, rpc_stream
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2, operator_pb2, operator_pb2_grpc
 from jetfleet.shared.tls import peer_identity, require
 
@@ -37,44 +37,57 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
 
     async def Session(self, request_iterator: AsyncIterator[agent_pb2.AgentMessage],  # noqa: N802
                       context: grpc.aio.ServicerContext) -> AsyncIterator[agent_pb2.ControllerMessage]:
-        """Serve an agent: check its certificate and hello, read its messages, and stream commands down to it."""
-        it = request_iterator.__aiter__()
+        """Serve an agent: admit its hello (or say when to dial again), check its certificate and hello, read its
+        messages, and stream commands down to it."""
         try:
-            first = await it.__anext__()
-            require(peer_identity_of(context, self.tls), "agent", first.hello.board.device_id)
-            session = await self.sessions.open(first, context.peer())
-        except StopAsyncIteration:
+            self.sessions.admit()
+        except ResourceExhausted as e:
+            await abort(context, e)
             return
-        except JetfleetError as e:
-            await context.abort(status_of(e), e.message)
-            return
-        reason = ["stream closed by the agent"]
-
-        async def read() -> None:
+        held = True
+        try:
+            it = request_iterator.__aiter__()
             try:
-                handle_now, handle = self.sessions.handle_now, self.sessions.handle
-                async for msg in it:
-                    if not handle_now(session, msg):   # a result: may wait for the store
-                        await handle(session, msg)
-            except (asyncio.CancelledError, grpc.aio.AioRpcError):
-                reason[0] = "stream broken"
-            except Exception:
-                log.exception("session %s reader failed", session.device_id)
-                reason[0] = "internal error"
-            finally:
-                session.close()
+                first = await it.__anext__()
+                require(peer_identity_of(context, self.tls), "agent", first.hello.board.device_id)
+                session = await self.sessions.open(first, context.peer())
+            except StopAsyncIteration:
+                return
+            except JetfleetError as e:
+                await abort(context, e)
+                return
+            reason = ["stream closed by the agent"]
 
-        reader = asyncio.create_task(read())
-        try:
-            yield self.sessions.welcome(session)
-            while True:
-                msg = await session.outbox.get()
-                if msg is None:
-                    break
-                yield msg
+            async def read() -> None:
+                try:
+                    handle_now, handle = self.sessions.handle_now, self.sessions.handle
+                    async for msg in it:
+                        if not handle_now(session, msg):   # a result: may wait for the store
+                            await handle(session, msg)
+                except (asyncio.CancelledError, grpc.aio.AioRpcError):
+                    reason[0] = "stream broken"
+                except Exception:
+                    log.exception("session %s reader failed", session.device_id)
+                    reason[0] = "internal error"
+                finally:
+                    session.close()
+
+            reader = asyncio.create_task(read())
+            try:
+                yield self.sessions.welcome(session)
+                held = False
+                self.sessions.admitted(welcomed=True)
+                while True:
+                    msg = await session.outbox.get()
+                    if msg is None:
+                        break
+                    yield msg
+            finally:
+                reader.cancel()
+                await self.sessions.close(session, reason[0])
         finally:
-            reader.cancel()
-            await self.sessions.close(session, reason[0])
+            if held:
+                self.sessions.admitted(welcomed=False)
 
 
 class OperatorServicer(operator_pb2_grpc.OperatorServicer):

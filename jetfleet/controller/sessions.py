@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import logging
 
+from jetfleet.controller.admission import HelloAdmission
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.registry import Registry, Session
 from jetfleet.controller.telemetry import TelemetryHub
 from jetfleet.shared import defaults
-from jetfleet.shared.errors import InvalidArgument, JetfleetError
+from jetfleet.shared.errors import InvalidArgument, JetfleetError, ResourceExhausted
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.proto import agent_pb2
 
@@ -31,8 +32,22 @@ class AgentSessions:
 
     def __init__(self, registry: Registry, telemetry: TelemetryHub, router: CommandRouter) -> None:
         self.registry, self.telemetry, self.router = registry, telemetry, router
+        self.admission = HelloAdmission(registry.config.max_hellos_in_flight)
         telemetry.on_refused = self._refused_telemetry   # a deferred batch refused at its flush
         registry.before_offline = telemetry.flush         # a board's batches are kept before it goes offline
+
+    def admit(self) -> None:
+        """A session starts: take an admission place for its hello (``admission.py``), or ResourceExhausted saying
+        when to dial again (before the hello is read). ``admitted`` gives the place back."""
+        try:
+            self.admission.enter()
+        except ResourceExhausted:
+            self.registry.metrics.hellos_refused.inc()
+            raise
+
+    def admitted(self, welcomed: bool) -> None:
+        """The hello of an admitted session is done: welcomed, or the session failed before its welcome."""
+        self.admission.leave(welcomed)
 
     async def open(self, first: agent_pb2.AgentMessage, peer: str = "") -> Session:
         """Open a session from its first message, which must be a hello of this protocol version.

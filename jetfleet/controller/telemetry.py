@@ -77,21 +77,41 @@ def _log_refused(owner: object, e: JetfleetError) -> None:
 def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[float, float] | None]:
     """Per deferred batch: its columns' (lowest, newest) board power if the block passed the check together with
     the others of its layout, or None if it must be checked on its own (it failed, or its layout is not one
-    a board of that model may send; ``check_columns`` then names the field)."""
+    a board of that model may send; ``check_columns`` then names the field).
+
+    A layout is a board's catalog, the samples per batch and the rails and sensors named. Batches are grouped by
+    the catalog object (one per distinct catalog, shared by the sessions that sent it), the samples and how many
+    rails and sensors: cheap to key. Each group's first batch naming a layout its board may send names them; a
+    batch naming others (the same counts, other names) is checked on its own, so no per-batch tuple of names is
+    built or hashed."""
     out: list[tuple[float, float] | None] = [None] * len(pending)
-    groups: dict[tuple[str, int, frozenset[str], int, tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    groups: dict[tuple[int, int, int, int], list[int]] = {}
+    names: dict[tuple[int, int, int, int], tuple[Catalog, list[str], list[str]]] = {}
+    values: list[bytes] = [b""] * len(pending)
     for i, p in enumerate(pending):
-        cols, cat = p.batch.columns, p.catalog
-        groups.setdefault((cat.model, cat.cores[-1], cat.rail_label_set, cols.samples, tuple(cols.rails),
-                           tuple(cols.temps)), []).append(i)
-    for (model, max_cores, labels, n, rails, temps), rows in groups.items():
-        width = 8 * n * (len(SCALARS) + len(rails) + len(temps))
-        rows = [i for i in rows if len(pending[i].batch.columns.values) == width]
-        if not rows or n == 0 or n > max_samples or not layout_ok(rails, temps, labels):
+        cols = p.batch.columns
+        rails, temps = cols.rails, cols.temps
+        key = (id(p.catalog), cols.samples, len(rails), len(temps))
+        first = names.get(key)
+        if first is None:
+            # the first batch of a key names its layout, if the layout is one its board may send (a batch naming
+            # another is checked on its own, and the next batch of the key tries again)
+            if not layout_ok(tuple(rails), tuple(temps), p.catalog.rail_label_set):
+                continue
+            names[key] = (p.catalog, list(rails), list(temps))
+        elif rails != first[1] or temps != first[2]:
             continue
-        block = np.frombuffer(b"".join([pending[i].batch.columns.values for i in rows]), dtype="<f8")
-        block = block.reshape(len(rows), width // 8)
-        lo, hi = bounds(n, len(rails), len(temps), power_limit_w(model), max_cores)
+        values[i] = cols.values
+        groups.setdefault(key, []).append(i)
+    for key, rows in groups.items():
+        cat, rail_names, temp_names = names[key]
+        n = key[1]
+        width = 8 * n * (len(SCALARS) + len(rail_names) + len(temp_names))
+        rows = [i for i in rows if len(values[i]) == width]
+        if not rows or n == 0 or n > max_samples:
+            continue
+        block = np.frombuffer(b"".join([values[i] for i in rows]), dtype="<f8").reshape(len(rows), width // 8)
+        lo, hi = bounds(n, len(rail_names), len(temp_names), power_limit_w(cat.model), cat.cores[-1])
         cores = block[:, 5 * n:6 * n]
         good = (((block >= lo) & (block <= hi)).all(axis=1) & (np.floor(cores) == cores).all(axis=1)).tolist()
         total = block[:, n:2 * n]

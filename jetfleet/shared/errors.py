@@ -85,9 +85,14 @@ class Cancelled(JetfleetError):
 
 
 class ResourceExhausted(JetfleetError):
-    """A limit of the peer was hit (gRPC's RESOURCE_EXHAUSTED, e.g. a message over the size limit)."""
+    """A limit of the peer was hit (gRPC's RESOURCE_EXHAUSTED, e.g. a message over the size limit). ``retry_after_s``:
+    when the peer says how long to wait before trying again (a controller admitting hellos), else None."""
 
     code = "RESOURCE_EXHAUSTED"
+
+    def __init__(self, message: str, *, field: str | None = None, retry_after_s: float | None = None) -> None:
+        super().__init__(message, field=field)
+        self.retry_after_s = retry_after_s
 
 
 ERRORS_BY_CODE: dict[str, type[JetfleetError]] = {

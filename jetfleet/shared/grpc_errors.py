@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from jetfleet.shared.errors import JetfleetError, Unavailable, error_from_code
+from jetfleet.shared.errors import JetfleetError, ResourceExhausted, Unavailable, error_from_code
 from jetfleet.shared.proto import common_pb2
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,9 @@ ERROR_ORIGIN = ("jetfleet-error", "controller")
 # Trailing metadata naming the request field a refused call got wrong (the domain error's ``field``), so a
 # client (and `--output json`) can say which input to fix without parsing the message.
 ERROR_FIELD_KEY = "jetfleet-error-field"
+# Trailing metadata on a RESOURCE_EXHAUSTED that says when to try again (whole milliseconds): a controller admitting
+# hellos tells the agents it turns away how long to wait, so they come back spread out instead of all at once.
+RETRY_AFTER_KEY = "jetfleet-retry-after-ms"
 
 
 def status_of(err: JetfleetError) -> grpc.StatusCode:
@@ -48,7 +51,7 @@ def rpc(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
             self.authorize(context)
             return await fn(self, request, context)
         except JetfleetError as e:
-            await _abort(context, status_of(e), e.message, e.field)
+            await abort(context, e)
         except Exception:
             log.exception("%s failed", fn.__name__)
             await _abort(context, grpc.StatusCode.INTERNAL, "internal error (see the controller log)")
@@ -67,7 +70,7 @@ def rpc_stream(fn: Callable[..., AsyncIterator[T]]) -> Callable[..., AsyncIterat
             async for item in fn(self, request, context):
                 yield item
         except JetfleetError as e:
-            await _abort(context, status_of(e), e.message, e.field)
+            await abort(context, e)
         except Exception:
             log.exception("%s failed", fn.__name__)
             await _abort(context, grpc.StatusCode.INTERNAL, "internal error (see the controller log)")
@@ -79,13 +82,22 @@ MAX_DETAILS = 2000   # characters of an error message on the wire (status detail
 
 
 async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str,
-                 field: str | None = None) -> None:
+                 field: str | None = None, retry_after_s: float | None = None) -> None:
     metadata: tuple[tuple[str, str], ...] = (ERROR_ORIGIN,)
     if field:  # metadata values are printable ASCII: a field name is an identifier path (hello.board.model)
         safe = "".join(c for c in field[:200] if " " <= c <= "~")
         metadata += ((ERROR_FIELD_KEY, safe),)
+    if retry_after_s is not None:
+        metadata += ((RETRY_AFTER_KEY, str(max(0, int(round(retry_after_s * 1000))))),)
     context.set_trailing_metadata(metadata)
     await context.abort(code, message if len(message) <= MAX_DETAILS else message[:MAX_DETAILS] + "...")
+
+
+async def abort(context: grpc.aio.ServicerContext, err: JetfleetError) -> None:
+    """End a call with a domain error, as ``rpc`` does: its status, message, field and (RESOURCE_EXHAUSTED) the
+    wait before trying again."""
+    await _abort(context, status_of(err), err.message, err.field,
+                 err.retry_after_s if isinstance(err, ResourceExhausted) else None)
 
 
 def _trailing(e: grpc.RpcError) -> tuple[tuple[str, str], ...]:
@@ -108,6 +120,16 @@ def error_field(e: grpc.RpcError) -> str | None:
     return None
 
 
+def retry_after_s(e: grpc.RpcError) -> float | None:
+    """The wait the controller asked for before trying again (a refused hello), if it asked; None otherwise or when
+    the value is no whole number of milliseconds."""
+    for k, v in _trailing(e):
+        if k == RETRY_AFTER_KEY:
+            text = v.decode("ascii", "replace") if isinstance(v, bytes) else str(v)
+            return int(text) / 1000 if text.isdigit() and len(text) <= 9 else None
+    return None
+
+
 def from_rpc_error(e: grpc.RpcError) -> JetfleetError:
     """Client side: a failed call as a domain error (the CLI prints its message). A transport failure
     (no controller answered) is Unavailable("controller unreachable ...")."""
@@ -119,4 +141,6 @@ def from_rpc_error(e: grpc.RpcError) -> JetfleetError:
     name = code.name if code is not None else "INTERNAL"
     err = error_from_code(name, details or name)
     err.field = error_field(e)
+    if isinstance(err, ResourceExhausted):
+        err.retry_after_s = retry_after_s(e)
     return err

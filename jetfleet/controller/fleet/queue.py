@@ -1,7 +1,8 @@
 """The controller's side of the fleet queue: jobs submitted with ``--fleet`` wait in one ``FleetScheduler``
-over the lab's online boards under the lab-wide cap; its decisions go to the jobs' runners (a start names the
-board and mode; a new mode is a step of the running training), and the aggregate loop runs on the boards'
-telemetry every ``period_s`` wall seconds. The scheduler is the same code ``jetfleet eval fleet`` measures.
+over the lab's online boards under the lab-wide cap and every rack's cap (the boards labelled rack=GROUP); its
+decisions go to the jobs' runners (a start names the board and mode; a new mode is a step of the running
+training), and the aggregate loop runs on the boards' telemetry every ``period_s`` wall seconds. The scheduler
+is the same code ``jetfleet eval fleet`` measures.
 
 Boards held by other work (a job with its own goal, a campaign) are not placed on; what they draw counts
 against the cap like an idle board's draw. A fleet job stays on the board it was placed on (it waits for that
@@ -15,7 +16,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from jetfleet.controller.fleet.caps import FleetCaps
+from jetfleet.controller.fleet.caps import GROUP_LABEL, FleetCaps
 from jetfleet.controller.fleet.scheduler import Board, Candidates, Change, FleetJob, FleetScheduler
 from jetfleet.controller.leases import BoardLeases
 from jetfleet.controller.powertrain.artifacts import ModelRepo
@@ -90,11 +91,13 @@ class FleetQueue:
             dev = d.record.device_id
             holder = self.leases.holder(dev)
             last_w = self.caps.telemetry.last_w(dev)
+            group = self.caps.labels(dev).get(GROUP_LABEL, "")
             if holder is not None and not (holder.kind == "job" and holder.id in fleet_ids):
                 # other work: its draw counts, it is not placed on
-                out.append(Board(dev, d.record.model, last_w if last_w is not None else 0.0, available=False))
+                out.append(Board(dev, d.record.model, last_w if last_w is not None else 0.0, available=False,
+                                 group=group))
             else:
-                out.append(Board(dev, d.record.model, self.caps.idle_w(dev)))
+                out.append(Board(dev, d.record.model, self.caps.idle_w(dev), group=group))
         return out
 
     def _sync(self) -> None:
@@ -104,6 +107,7 @@ class FleetQueue:
             self.sched.cap_w = self.lab_cap()
         except FailedPrecondition:
             self.sched.cap_w = math.inf
+        self.sched.group_caps_w = {group: cap for group, cap in self.caps.caps() if group}
 
     # --- jobs --------------------------------------------------------------------------------------------
     async def add(self, rec: JobRecord, decide: Decision) -> bool:
@@ -215,9 +219,11 @@ class FleetQueue:
                 self.rows = {}
 
     def _situation(self) -> tuple[object, ...]:
-        """What placing depends on: the free boards, the cap, the queued and the running jobs."""
+        """What placing depends on: the free boards, the caps (the lab's and the racks'), the queued and the running
+        jobs."""
         free = frozenset(b.board_id for b in self.sched.boards if b.available and b.board_id not in self.sched.running)
-        return free, self.sched.cap_w, frozenset(j.job_id for j in self.sched.queue), frozenset(self.sched.running)
+        return (free, self.sched.cap_w, tuple(sorted(self.sched.group_caps_w.items())),
+                frozenset(j.job_id for j in self.sched.queue), frozenset(self.sched.running))
 
     def _placeable(self) -> bool:
         """Whether an online board that is not in use could take a queued job (its model is one of the job's)."""

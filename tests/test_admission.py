@@ -1,0 +1,83 @@
+"""Admission control on agents' hellos: a bounded number handled at once, the rest turned away before their hello is
+read with a time to dial again that grows with the crowd, and agents that honour it (with jitter on top, never
+sooner) and come online once there is room."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from jetfleet.controller.admission import HelloAdmission
+from jetfleet.shared.backoff import admission_delay_s
+from jetfleet.shared.errors import InvalidArgument, ResourceExhausted
+
+from .harness import FAST_CONTROLLER, LabThread
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_hellos_past_the_bound_are_turned_away_with_a_wait_that_grows_with_the_crowd():
+    clock = Clock()
+    a = HelloAdmission(2, min_retry_s=1.0, max_retry_s=30.0, clock=clock)
+    a.enter()
+    a.enter()
+    with pytest.raises(ResourceExhausted, match="admitting 2 agents at a time") as first:
+        a.enter()
+    # the 2 in flight and the one turned away (its refusal rate 0.5/s x the 1 s last told), admitted at the floor 1/s
+    assert first.value.field == "hello" and first.value.retry_after_s == pytest.approx(2.5)
+    waits = []
+    for _ in range(40):     # 40 agents turned away within 2 s while nobody is admitted: the wait grows
+        clock.t += 0.05
+        with pytest.raises(ResourceExhausted) as e:
+            a.enter()
+        waits.append(e.value.retry_after_s)
+    assert waits[-1] > 5 * waits[0] and max(waits) <= 30.0 and a.refused == 41
+    a.leave(welcomed=True)                                     # a place frees: the next hello is admitted
+    a.enter()
+    for _ in range(200):    # then hellos flow (200 a second) and nobody is turned away: the wait falls with the crowd
+        clock.t += 0.005
+        a.leave(welcomed=True)
+        a.enter()
+    assert a.retry_after_s() < waits[-1] / 5
+    a.leave(welcomed=True)
+    a.leave(welcomed=True)
+    clock.t += 60.0         # a quiet minute, nothing in flight: the floor
+    assert a.in_flight == 0 and a.retry_after_s() == pytest.approx(1.0)
+    with pytest.raises(InvalidArgument, match="max_hellos_in_flight=0"):
+        HelloAdmission(0)
+
+
+def test_an_agent_waits_at_least_what_it_was_told_and_agents_told_alike_spread_out():
+    rng = random.Random(7)
+    waits = [admission_delay_s(3.0, rng) for _ in range(1000)]
+    assert min(waits) >= 3.0 and max(waits) <= 6.0
+    assert sum(w < 4.5 for w in waits) == pytest.approx(500, abs=60)   # uniform over [3, 6]
+
+
+def test_agents_turned_away_honour_the_wait_and_come_online_once_there_is_room(tmp_path):
+    lab = LabThread(str(tmp_path / "data"), [], config=replace(FAST_CONTROLLER, max_hellos_in_flight=1)).start()
+    try:
+        sessions = lab.lab.controller.sessions
+        lab.do(sessions.admit)          # the one place is taken (a hello in flight): every agent is turned away
+        agents = [lab.do(lambda i=i: lab.lab.add_agent("orin-nano", seed=i)) for i in range(3)]
+        lab.wait(lambda: all(a.link.admission_waits for a in agents), 20, "every agent told when to dial again")
+        assert not any(lab.online(a.device_id) for a in agents)
+        refused = lab.lab.controller.metrics.registry.get_sample_value("jetfleet_agent_hellos_refused_total")
+        assert refused >= 3
+        lab.do(lambda: sessions.admitted(welcomed=False))    # room again: they come back after their waits
+        lab.wait(lambda: all(lab.online(a.device_id) for a in agents), 30, "every agent online")
+        for a in agents:
+            for told, taken in a.link.admission_waits:
+                assert 1.0 <= told <= 60.0 and told <= taken <= 2 * told
+            assert not [n for n in a.link.notices if n.code == "RESOURCE_EXHAUSTED"]   # not an error of theirs
+        assert sessions.admission.in_flight == 0
+    finally:
+        lab.close()
