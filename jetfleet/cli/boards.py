@@ -94,8 +94,8 @@ def parse_latency(text: str) -> float:
 @click.option("--inference", "inference", required=True, help="workload to serve")
 @click.option("--mode", "mode_text", default="MAXN", show_default=True, help="CORES/CPU/GPU/MEM in MHz, or a preset")
 @click.option("--arrival-rate", type=float, default=None, help="Poisson requests per second (or --trace)")
-@click.option("--trace", "trace_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="arrival times, one per line in seconds")
+@click.option("--trace", "trace_path", type=click.Path(exists=True, dir_okay=False, allow_dash=True), default=None,
+              help="arrival times, one per line in seconds (- for standard input)")
 @click.option("--latency-budget", required=True, help="on the p95 latency, e.g. 50ms or 0.2s")
 @click.option("--batch-size", default=8, show_default=True, type=int, help="largest inference batch (1..64)")
 @click.option("--duration", default=60.0, show_default=True, type=click.FloatRange(1.0, 3600.0),
@@ -113,7 +113,7 @@ def twin_concurrent(board: str, training: str, inference: str, mode_text: str, a
     request, a batch size outside 1..64, an unknown workload."""
     import numpy as np
 
-    from jetfleet.cli.common import read_text_file
+    from jetfleet.cli.common import MAX_SMALL_FILE_BYTES, read_text_file
     from jetfleet.shared.concurrency import ManagedScheduler, check_serviceable, poisson_arrivals, read_trace
     from jetfleet.shared.errors import InvalidArgument
     from jetfleet.shared.workloads.inference import CHARACTERISED_BATCH_SIZES, check_batch_size
@@ -130,7 +130,7 @@ def twin_concurrent(board: str, training: str, inference: str, mode_text: str, a
     if (arrival_rate is None) == (trace_path is None):
         raise InvalidArgument("give exactly one of --arrival-rate and --trace", field="arrival_rate")
     arrivals = (poisson_arrivals(arrival_rate, duration, seed) if arrival_rate is not None
-                else read_trace(read_text_file(trace_path, "trace")))  # type: ignore[arg-type]
+                else read_trace(read_text_file(trace_path, "trace", MAX_SMALL_FILE_BYTES)))  # type: ignore[arg-type]
     rate = arrival_rate if arrival_rate is not None else len(arrivals) / max(float(arrivals[-1]), 1e-9)
     grid = cat.grid("inference") if "inference" in cat.grid_names else cat.grid("presets")
     best = {b: min(dev.expected_inference(inference, m, batch_size=b)[0] for m in grid)

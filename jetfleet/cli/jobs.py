@@ -95,7 +95,7 @@ def job_group() -> None:
 @click.option("--with-inference", "inference_workload", default="", shell_complete=complete_workloads,
               help="serve this workload's inference beside the training (needs --power-budget)")
 @click.option("--arrival-rate", default=0.0, type=float, help="Poisson requests/s of the inference stream ...")
-@click.option("--trace", "trace_path", default=None, help="... or a file of arrival times (s), one per line")
+@click.option("--trace", "trace_path", default=None, help="... or a file of arrival times (s), one per line (-: stdin)")
 @click.option("--latency-budget", default=None, help="on the p95 request latency, e.g. 50ms")
 @click.option("--inference-batch-size", default=0, type=int, help="largest batch served at once, 1..64 (default: "
               "the controller chooses)")
@@ -122,10 +122,10 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
         check_batch_size(inference_batch_size, "inference_batch_size")
     times: list[float] = []
     if trace_path:
-        from jetfleet.cli.common import read_text_file
+        from jetfleet.cli.common import MAX_SMALL_FILE_BYTES, read_text_file
         from jetfleet.shared.concurrency import read_trace
 
-        times = [float(t) for t in read_trace(read_text_file(trace_path, "trace"))]
+        times = [float(t) for t in read_trace(read_text_file(trace_path, "trace", MAX_SMALL_FILE_BYTES))]
     budget_s = 0.0
     if latency_budget:
         from jetfleet.cli.boards import parse_latency

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from jetfleet.cli.common import Connection, connection_options, handle_errors
+from jetfleet.shared.errors import InvalidArgument
 
 
 def file_sd(devices: list[Any]) -> list[dict[str, Any]]:
@@ -39,6 +40,10 @@ def targets(conn: Connection, out: str) -> None:
         click.echo(text, nl=False)
         return
     path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)   # Prometheus's targets/ folder may not exist yet
+    except OSError as e:
+        raise InvalidArgument(f"--out {out}: cannot create its folder {path.parent} ({e.strerror})", field="out") from None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as f:
         f.write(text)
