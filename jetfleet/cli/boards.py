@@ -7,6 +7,7 @@ import click
 from jetfleet.cli.common import emit, handle_errors, output_option, table
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import builtin_catalogs, get_catalog
+from jetfleet.shared.quantity import parse_latency
 
 
 @click.command("modes")
@@ -71,21 +72,6 @@ def twin_measure(board: str, workload: str, mode_text: str, minibatches: int, in
         f"  p5 {d['minibatch_time_p5_ms']:.1f}  p95 {d['minibatch_time_p95_ms']:.1f}\n"
         f"  power           mean {d['power_mean_w']:.2f} W over {d['power_samples']} samples\n"
         f"  energy          {d['energy_per_minibatch_j']:.3f} J per {'batch' if inference else 'minibatch'}"))
-
-
-def parse_latency(text: str) -> float:
-    """'50ms', '0.2s', '200 ms' -> seconds; InvalidArgument naming latency_budget otherwise."""
-    import re
-
-    from jetfleet.shared.errors import InvalidArgument
-
-    m = re.fullmatch(r"\s*([0-9]{1,9}\.?[0-9]{0,9})\s*(ms|s)\s*", text or "")
-    if not m:
-        raise InvalidArgument(f"{(text or '')[:40]!r} is not a latency like 50ms or 0.2s", field="latency_budget")
-    value = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
-    from jetfleet.shared.concurrency import check_latency_budget
-
-    return check_latency_budget(value)
 
 
 @twin_group.command("concurrent")
