@@ -130,7 +130,7 @@ def _twin_story(say: Callable[[str], None]) -> None:
     cat = get_catalog("agx-orin")
     board = EmulatedBoard("agx-orin", 0)
     for w in ("resnet18", "mobilenet_v3"):
-        for name in ("MAXN", "50W", "30W", "15W"):
+        for name in ("MAXN", "MODE_50W", "MODE_30W", "MODE_15W"):
             s = measure_on_twin(board, w, cat.presets[name]).summary
             say(f"   {w:<13} {name:<5} {s.minibatch_time_median_ms:7.1f} ms/minibatch  {s.power_mean_w:5.1f} W  "
                 f"{s.energy_per_minibatch_j:5.2f} J/minibatch")

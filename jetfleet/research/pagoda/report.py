@@ -35,7 +35,7 @@ SEED = 7
 START_S = 1.7e9            # the emulated boards' clock at the start (board time then runs ahead, accelerated)
 # Published (PUBLISHED.md): Stony Brook's energy-optimal savings vs DVFS, % (Nano: six models, Xavier NX: three).
 # The energy fit from profiles: MAXN and one low preset per board, the five workloads' training profiled in each.
-PROFILE_FIT_MODES = {"agx-orin": "15W", "nano": "5W", "xavier-nx": "MODE_10W_4CORE"}
+PROFILE_FIT_MODES = {"agx-orin": "MODE_15W", "nano": "5W", "xavier-nx": "MODE_10W_4CORE"}
 PROFILE_MINIBATCHES = 30
 STONY_BROOK = {"nano": [13, 19, 15, 9, 17, 17], "xavier-nx": [2, 13, 15]}
 # Published analytical inference cost per batch of 1 (Pagoda's model): GFLOP / MB.
