@@ -15,10 +15,11 @@ from jetfleet.shared.errors import InvalidArgument
 
 
 def file_sd(devices: list[Any]) -> list[dict[str, Any]]:
-    """Prometheus file_sd groups: one per board model, the online agents' metrics addresses as targets."""
-    from jetfleet.shared.sd import sd_groups
+    """Prometheus file_sd groups: one per online agent, its metrics address labelled device, board_model, rack."""
+    from jetfleet.shared.sd import SdAgent, sd_groups
 
-    return sd_groups((d.model, d.metrics_address) for d in devices if d.online)
+    return sd_groups(SdAgent(d.device_id, d.model, d.labels.get("rack", ""), d.metrics_address)
+                     for d in devices if d.online)
 
 
 @click.group("prometheus")

@@ -182,6 +182,12 @@ class FleetCaps:
             power.add_metric([c.group or LAB], c.power_w)
         yield caps
         yield power
+        # which rack each known board is in, for dashboards to filter the per-board series by (a join on device)
+        racks = GaugeMetricFamily("jetfleet_board_rack_info", "1 for every known board, labelled with its rack (the "
+                                  "label rack=GROUP; empty: none)", labels=["device", "rack"])
+        for dev in list(self.registry.devices):
+            racks.add_metric([dev, self._labels.get(dev, {}).get(GROUP_LABEL, "")], 1.0)
+        yield racks
 
     def describe(self) -> list[GaugeMetricFamily]:
         """Nothing up front: the registry collects at each scrape."""
