@@ -40,10 +40,13 @@ demo: $(STAMP)
 	$(VENV)/bin/jetfleet lab demo
 
 # Tools the project installs (ansible-lint, ansible-playbook, promtool's clients) are found in .venv/bin.
-# pytest-randomly runs the tests in a new random order each time (the seed is printed; --randomly-seed=N
-# replays an order). With CI=true a skipped test fails unless it is a documented optional case (tests/conftest.py).
+# pytest-randomly runs the tests in a new random order each time (the seed is printed first and last;
+# --randomly-seed=N replays an order). With CI=true a skipped test fails unless it is a documented optional case
+# (tests/conftest.py). Each run goes through .ci/sweep.py: whatever a run leaves running (a test's child that
+# outlived an aborted interpreter) is listed, killed, and fails the run. --durations names the slowest tests.
+SWEEP := $(PY) .ci/sweep.py
 test: $(STAMP) system-deps
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider -m "not slow"
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(SWEEP) $(PY) -m pytest -q -p no:cacheprovider -m "not slow" --durations=10
 	$(MAKE) --no-print-directory test-boards
 
 # The agent side on the boards' Pythons: JetPack 5 ships CPython 3.8, JetPack 6 CPython 3.10. A venv per
@@ -53,7 +56,7 @@ test: $(STAMP) system-deps
 BOARD_PYTHONS ?= 3.8 3.10
 test-boards: $(STAMP)
 	@for v in $(BOARD_PYTHONS); do \
-	  JETFLEET_CONTROLLER_PYTHON=$(abspath $(PY)) sh .ci/board-python.sh $$v || exit 1; \
+	  JETFLEET_CONTROLLER_PYTHON=$(abspath $(PY)) $(SWEEP) sh .ci/board-python.sh $$v || exit 1; \
 	done
 
 # Slow tests (minutes each: the SSH rollout, the Ansible roles for real, the long fuzz of every handler);
@@ -65,7 +68,7 @@ test-slow: $(STAMP) system-deps
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null) \
 	      || echo "warning: could not install openssh-server; the rollout test will skip"; \
 	  else echo "note: sshd not installed; the rollout test will skip"; fi; }
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider -m slow
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(SWEEP) $(PY) -m pytest -q -p no:cacheprovider -m slow --durations=0
 
 # ruff (style, docstrings of public classes and functions), mypy, and the architecture contracts
 lint: $(STAMP)

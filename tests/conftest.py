@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from . import procs
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 # One torch thread per process: the models are small, and on a busy 2-core machine two spinning OpenMP
 # threads make training ~20x slower (5 epochs of the reference MLP: 13.4 s with two, 0.7 s with one).
@@ -41,6 +43,47 @@ def pytest_runtest_makereport(item, call):
                             "when CI=true; install what the test needs, as `make test` does)")
 
 
+@pytest.fixture(autouse=True)
+def _children_end_with_their_test():
+    """Whatever a test started through tests/procs.py is ended when the test ends (passed, failed or errored), and
+    a test during which this process forked fails: a fork with gRPC loaded runs gRPC's fork handlers, which can
+    hang or abort the interpreter (grpc/grpc#37259); start children with tests/procs.py (spawned, never forked)."""
+    forks = procs.forks()
+    before = len(forks)
+    yield
+    for child in procs.live("test"):
+        child.end()
+    if len(forks) != before:
+        pytest.fail(f"this test forked the test process {len(forks) - before} time(s) (subprocess on Python < 3.10, or "
+                    "a preexec_fn): start child processes with tests/procs.py, which spawns them", pytrace=False)
+
+
+def pytest_sessionfinish(session):
+    for child in procs.live():   # the session-scoped fixtures' servers, and anything a test left registered
+        child.end()
+
+
+def pytest_sessionstart(session):
+    # -q hides the report header, where pytest-randomly prints its seed: say it here too, on every run
+    line = _seed_line(session.config)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None and session.config.getoption("verbose") < 0:
+        reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    line = _seed_line(config)
+    if line:
+        terminalreporter.write_line(line)
+
+
+def _seed_line(config):
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is None or not getattr(config.option, "randomly_reorganize", True):
+        return ""
+    return f"random order: --randomly-seed={seed} (pass it to pytest to replay this order)"
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """../shared/data beside the checkout; tests that need it skip cleanly where it is absent."""
@@ -58,7 +101,7 @@ def redis_server(tmp_path_factory):
 
     if not shutil.which("redis-server"):
         pytest.skip("redis-server is not installed (make test installs it with apt when run as root)")
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    server = RedisServer(tmp_path_factory.mktemp("redis"), scope="session").start()
     yield server
     server.kill()
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -18,6 +17,9 @@ from typing import Any, TypeVar
 from jetfleet.agent.config import AgentConfig
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.lab import Lab
+
+from . import procs
+from .waiting import wait_until  # noqa: F401 - the tests' one wait, re-exported
 
 T = TypeVar("T")
 
@@ -78,18 +80,6 @@ class LabThread:
             self.thread.join(5)
 
 
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` every 20 ms until it holds; AssertionError naming ``what`` after ``timeout_s``.
-
-    The one place tests wait: on a condition, never for a fixed time."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
 async def until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
     """``wait_until`` for a test running on an event loop: polls without blocking the loop."""
     deadline = time.monotonic() + timeout_s
@@ -112,12 +102,13 @@ class RedisServer:
     redis-server cannot listen on port 0 and report it, so it gets a free port and, if another
     process takes that port first (the bind fails and the server exits), another one."""
 
-    def __init__(self, data_dir: Path, password: str = "", *, appendfsync: str = "always") -> None:
+    def __init__(self, data_dir: Path, password: str = "", *, appendfsync: str = "always", scope: str = "test") -> None:
         self.data_dir = data_dir
+        self.scope = scope             # "session": a session fixture's server, ended by it (see tests/procs.py)
         self.appendfsync = appendfsync
         self.port = 0
         self.password = password       # requirepass; the URL then carries it (redis://:PASSWORD@HOST:PORT/0)
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: procs.Child | None = None
 
     @property
     def url(self) -> str:
@@ -141,11 +132,11 @@ class RedisServer:
     def _try_start(self) -> bool:
         exe = shutil.which("redis-server")
         assert exe, "redis-server not installed"
-        self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
-                                      str(self.data_dir), "--appendonly", "yes", "--appendfsync", self.appendfsync,
-                                      "--save", "", "--protected-mode", "no",
-                                      *(["--requirepass", self.password] if self.password else [])],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = procs.spawn([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+                                 str(self.data_dir), "--appendonly", "yes", "--appendfsync", self.appendfsync,
+                                 "--save", "", "--protected-mode", "no",
+                                 *(["--requirepass", self.password] if self.password else [])],
+                                stdout=procs.DEVNULL, stderr=procs.DEVNULL, scope=self.scope)
         hello = (f"AUTH {self.password}\r\n" if self.password else "").encode() + b"PING\r\n"
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and self.proc.poll() is None:
@@ -164,18 +155,15 @@ class RedisServer:
             except OSError:
                 try:  # wait for the server to exit (a failed bind), or try again
                     self.proc.wait(0.05)
-                except subprocess.TimeoutExpired:
+                except procs.subprocess.TimeoutExpired:
                     pass
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+        self.proc.end()
         return False
 
     def kill(self) -> None:
         """SIGKILL: no shutdown save, only what was fsynced survives."""
         if self.proc:
-            self.proc.kill()
-            self.proc.wait(10)
+            self.proc.end()        # SIGKILL to its group, reaped
             self.proc = None
 
     def flush(self) -> None:

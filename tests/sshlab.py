@@ -15,9 +15,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import procs
+
 
 def run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(cmd), capture_output=True, text=True, check=check)
+    return procs.run(list(cmd), check=check)
 
 
 @dataclass
@@ -25,7 +27,7 @@ class Host:
     name: str
     ns: str
     address: str
-    sshd: subprocess.Popen[bytes] | None = None
+    sshd: procs.Child | None = None
 
 
 @dataclass
@@ -93,8 +95,9 @@ class SshLab:
         cfg.write_text(f"ListenAddress {h.address}\nPort 22\nHostKey {d / 'host_key'}\nPermitRootLogin prohibit-password\n"
                        f"AuthorizedKeysFile {self.base / 'authorized_keys'}\nPasswordAuthentication no\nUsePAM no\n"
                        "StrictModes no\nPidFile none\nSubsystem sftp internal-sftp\nMaxSessions 30\nMaxStartups 30\n")
-        h.sshd = subprocess.Popen(["ip", "netns", "exec", h.ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)],
-                                  stdout=subprocess.DEVNULL, stderr=open(d / "sshd.log", "wb"))
+        with open(d / "sshd.log", "wb") as log:   # the lab outlives a test: it ends its sshds itself (close)
+            h.sshd = procs.spawn(["ip", "netns", "exec", h.ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)],
+                                 stdout=procs.DEVNULL, stderr=log, scope="session")
 
     def ssh(self, host: str, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         h = self.hosts[host]
@@ -128,6 +131,7 @@ class SshLab:
                     time.sleep(0.1)
             if h.sshd is not None:
                 h.sshd.wait(10)
+                h.sshd.end()
             run("ip", "netns", "del", h.ns, check=False)
         if self.bridge:
             run("ip", "link", "del", self.bridge, check=False)

@@ -5,13 +5,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from jetfleet.shared.tls import init_ca, issue
+
+from . import procs
 
 ANSIBLE = Path(__file__).resolve().parents[1] / "deploy" / "ansible"
 REPO = Path(__file__).resolve().parents[1]
@@ -25,12 +26,11 @@ def need(tool: str) -> str:
 
 
 def test_lint_and_syntax():
-    out = subprocess.run([need("ansible-lint"), "site.yml", "rotate-certs.yml", "roles"], cwd=ANSIBLE,
-                         capture_output=True, text=True)
+    out = procs.run([need("ansible-lint"), "site.yml", "rotate-certs.yml", "roles"], cwd=ANSIBLE)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     for playbook in ("site.yml", "rotate-certs.yml"):
-        out = subprocess.run([need("ansible-playbook"), "-i", "inventory/example.yml", "--syntax-check", playbook],
-                             cwd=ANSIBLE, capture_output=True, text=True)
+        out = procs.run([need("ansible-playbook"), "-i", "inventory/example.yml", "--syntax-check", playbook],
+                        cwd=ANSIBLE)
         assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -59,7 +59,7 @@ def exposure(unit_text: str, tmp_path: Path, name: str) -> float:
     analyze = need("systemd-analyze")
     unit = tmp_path / name
     unit.write_text(unit_text)
-    out = subprocess.run([analyze, "security", "--offline=true", str(unit)], capture_output=True, text=True)
+    out = procs.run([analyze, "security", "--offline=true", str(unit)])
     m = re.search(r"Overall exposure level for \S+: ([\d.]+)", out.stdout)
     assert m, out.stdout[-2000:] + out.stderr[-2000:]
     return float(m.group(1))
@@ -124,8 +124,7 @@ def test_the_rendered_prometheus_config_loads_the_alert_rules_and_promtool_accep
         (tmp_path / "prometheus.yml").write_text(conf)
         (tmp_path / "jetfleet-ca.crt").write_text("")
         (tmp_path / "jetfleet-controller.password").write_text(password)
-        out = subprocess.run([promtool, "check", "config", str(tmp_path / "prometheus.yml")], capture_output=True,
-                             text=True)
+        out = procs.run([promtool, "check", "config", str(tmp_path / "prometheus.yml")])
         assert out.returncode == 0 and f"{shipped} rules found" in out.stdout, out.stdout + out.stderr
         assert f"{tmp_path}/jetfleet-alerts.yml" in conf
 
@@ -135,8 +134,8 @@ def test_the_rendered_prometheus_config_loads_the_alert_rules_and_promtool_accep
 def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
     playbook = need("ansible-playbook")
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
-                   check=True, timeout=300)
+    procs.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
+              check=True, timeout=300)
     version = re.search(r"jetfleet-([^-]+)-", next(wheels.glob("jetfleet-*.whl")).name).group(1)
     pki = tmp_path / "pki"
     init_ca(pki)
@@ -174,9 +173,9 @@ def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
 
     def run() -> str:
         # --diff prints the content of every file a task changes, unless the task has no_log
-        out = subprocess.run([playbook, "-i", str(inventory), "site.yml", "--diff", "-e", json.dumps(extra), "-e",
-                              '{"ansible_become": false}'], cwd=ANSIBLE, capture_output=True, text=True, env=env,
-                             timeout=1200)
+        out = procs.run([playbook, "-i", str(inventory), "site.yml", "--diff", "-e", json.dumps(extra), "-e",
+                              '{"ansible_become": false}'], cwd=ANSIBLE, env=env,
+                        timeout=1200)
         assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
         printed = out.stdout + out.stderr
         assert "PRIVATE KEY" not in printed and not [ln for ln in key_lines if ln in printed], "a private key leaked"
@@ -186,8 +185,7 @@ def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
     second = run()
     assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\s", second), second[-1500:]
     venv_python = root / "opt/jetfleet/venv/bin/python"
-    check = subprocess.run([str(venv_python), "-c", "import jetfleet.agent.link, jetfleet.controller.server; print('ok')"],
-                           capture_output=True, text=True)
+    check = procs.run([str(venv_python), "-c", "import jetfleet.agent.link, jetfleet.controller.server; print('ok')"])
     assert check.stdout.strip() == "ok", check.stderr
     unit = (root / "etc/systemd/system/jetfleet-agent.service").read_text()
     assert "Restart=on-failure" in unit and "--tls-cert" not in unit and "EnvironmentFile=" in unit

@@ -9,28 +9,23 @@ import os
 import platform
 import re
 import signal
-import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from jetfleet.client import OperatorClient
 
+from . import procs
 from .jetson_trees import build_tree, install_tools, snapshot, tool_calls
+from .waiting import wait_until
 
 pytestmark = pytest.mark.boards
 CONTROLLER_PY = os.environ.get("JETFLEET_CONTROLLER_PYTHON") or (sys.executable if sys.version_info >= (3, 11) else "")
 
 
 def wait_for(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+    wait_until(predicate, timeout_s, what)
 
 
 class Drained:
@@ -38,7 +33,7 @@ class Drained:
     ``output()`` is what it printed so far (for the assertion messages)."""
 
     def __init__(self, argv, env=None, first_line=False):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.proc = procs.spawn(argv, stdout=procs.PIPE, stderr=procs.STDOUT, env=env)
         self.lines = [self.proc.stdout.readline()] if first_line else []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -55,9 +50,8 @@ class Drained:
         self.proc.send_signal(sig)
         try:
             return self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        except procs.subprocess.TimeoutExpired:
+            self.proc.end()
             raise AssertionError(f"{self.proc.args[2:5]} did not stop within {timeout_s} s:\n{self.output()}") from None
         finally:
             self.reader.join(5)
@@ -91,8 +85,7 @@ def online(c, device_id):
 
 if sys.version_info < (3, 11):   # defined only on the boards' Pythons (not a skip: on 3.11+ the controller runs)
     def test_the_controller_says_it_needs_python_3_11():
-        out = subprocess.run([sys.executable, "-m", "jetfleet.cli", "controller", "serve"], capture_output=True,
-                             text=True)
+        out = procs.run([sys.executable, "-m", "jetfleet.cli", "controller", "serve"])
         assert out.returncode == 2 and "the controller needs Python 3.11 or newer" in out.stderr
 
 
@@ -105,8 +98,8 @@ def test_an_emulated_board_served_by_this_python(controller):
             assert d.software["python"] == platform.python_version()      # this interpreter drives the board
             assert c.set_mode("xavier-emu", "MODE_15W").confirmed.cores == 4
             wait_for(lambda: c.get_device("xavier-emu").last_telemetry is not None, 15, "telemetry")
-        table = subprocess.run([sys.executable, "-m", "jetfleet.cli", "devices", "ls", "--controller", controller],
-                               capture_output=True, text=True)   # the CLI's tables on this Python too
+        table = procs.run([sys.executable, "-m", "jetfleet.cli", "devices", "ls", "--controller", controller])
+        # (the CLI's tables on this Python too)
         assert table.returncode == 0 and re.search(r"xavier-emu\s+agx-xavier\s+online\s+4/1190.4", table.stdout), table
     finally:
         assert a.stop() == 0, a.output()

@@ -5,10 +5,8 @@ import asyncio
 import os
 import random
 import re
-import resource
 import socket
 import stat
-import subprocess
 import sys
 import urllib.request
 from dataclasses import replace
@@ -30,6 +28,7 @@ from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, NotFound
 from jetfleet.shared.proto import agent_pb2, common_pb2, operator_pb2, operator_pb2_grpc
 from jetfleet.twin.board import EmulatedBoard
 
+from . import procs
 from .harness import FAST_CONTROLLER, LabThread, wait_until
 from .hostile import RawAgent, hello, sample
 
@@ -211,12 +210,10 @@ def test_an_export_over_four_mebibytes_streams(tmp_path):
 def test_idle_connections_cannot_make_the_controller_unreachable(tmp_path):
     """1,100 TCP connections that never speak, against a controller with 512 descriptors: the excess is
     closed at once, the rest after the handshake timeout, and operators are served within it."""
-    def limit():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))
-
-    ctl = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
-                            "--store", str(tmp_path / "data"), "--handshake-timeout", "1"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=limit)
+    # (prlimit, not a preexec_fn: that would fork this process with gRPC loaded)
+    ctl = procs.spawn(["prlimit", "--nofile=512:512", "--", sys.executable, "-m", "jetfleet.cli", "controller", "serve",
+                       "--listen", "127.0.0.1:0", "--store", str(tmp_path / "data"), "--handshake-timeout", "1"],
+                      stdout=procs.PIPE, stderr=procs.STDOUT)
     socks: list[socket.socket] = []
     try:
         port = int(re.search(r"listening on 127.0.0.1:(\d+)", ctl.stdout.readline()).group(1))

@@ -4,7 +4,6 @@ controller and the TLS files (flag > env > config file > default); every option 
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -13,6 +12,7 @@ from click.testing import CliRunner
 
 from jetfleet.cli.main import cli
 
+from . import procs
 from .harness import LabThread
 
 
@@ -57,8 +57,8 @@ def test_the_shell_protocol_end_to_end(lab):
     assert script.exit_code == 0 and "_JETFLEET_COMPLETE=bash_complete" in script.output
     env = {**os.environ, "_JETFLEET_COMPLETE": "bash_complete", "COMP_WORDS": "jetfleet devices show ag",
            "COMP_CWORD": "3", "JETFLEET_CONTROLLER": lab.address}
-    r = subprocess.run([sys.executable, "-c", "from jetfleet.cli.main import cli; cli(prog_name='jetfleet')"], env=env,
-                       capture_output=True, text=True, timeout=60)
+    r = procs.run([sys.executable, "-c", "from jetfleet.cli.main import cli; cli(prog_name='jetfleet')"], env=env,
+                  timeout=60)
     assert r.returncode == 0 and r.stdout.split() == ["plain,agx-orin-0"], r.stderr
 
 

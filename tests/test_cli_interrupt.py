@@ -5,24 +5,23 @@ the CLI says so with its id; a reference training is cancelled on the controller
 import json
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
 
 from jetfleet.client import connect
 
+from . import procs
 from .harness import LabThread, wait_until
 
 # SIGINT as a terminal delivers it, whoever started the test run: a shell that starts a job in the background
-# (`make test &`, some CI runners) starts it with SIGINT ignored, and Python then installs no handler.
-CLI = [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                             "from jetfleet.cli.main import cli; cli(prog_name='jetfleet')"]
+# (`make test &`, some CI runners) starts it with SIGINT ignored, and an ignored signal is inherited; tests/procs.py
+# spawns children with SIGINT at its default, so Python installs its handler as at a terminal.
+CLI = [sys.executable, "-m", "jetfleet.cli"]
 
 
 def start(args, env):
-    return subprocess.Popen([*CLI, *args], env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return procs.spawn([*CLI, *args], env={**os.environ, **env})
 
 
 def interrupt(p):
@@ -82,8 +81,8 @@ def test_ctrl_c_on_train_reference_cancels_it_and_no_model_is_stored(lab):
 
 
 def test_lab_up_runs_its_boards_at_100x_and_devices_ls_says_so(tmp_path):
-    p = subprocess.Popen([*CLI, "lab", "up", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "lab"), "--boards",
-                          "orin-nano"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    p = procs.spawn([*CLI, "lab", "up", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "lab"), "--boards",
+                     "orin-nano"])
     try:
         first = p.stdout.readline()
         assert first.startswith("lab up on 127.0.0.1:"), first + p.stderr.read()
@@ -92,7 +91,7 @@ def test_lab_up_runs_its_boards_at_100x_and_devices_ls_says_so(tmp_path):
         with connect(address) as c:
             [d] = c.list_devices()
         assert (d.speed, d.speed_text) == (100.0, "100x")
-        r = subprocess.run([*CLI, "devices", "ls", "--controller", address], capture_output=True, text=True, timeout=60)
+        r = procs.run([*CLI, "devices", "ls", "--controller", address], timeout=60)
         header, row = r.stdout.splitlines()
         assert header.split()[-1] == "SPEED" and row.split()[-1] == "100x"
     finally:

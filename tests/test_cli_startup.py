@@ -4,13 +4,14 @@ The time it takes is a benchmark's (bench/cli.py), not a test's."""
 
 import json
 import os
-import subprocess
 import sys
 
 import click
 import pytest
 
 from jetfleet.cli.main import COMMANDS, cli
+
+from . import procs
 
 HEAVY = ("grpc", "numpy", "torch", "google.protobuf", "matplotlib", "cryptography", "asyncio", "jetfleet.client",
          "jetfleet.shared.proto")
@@ -21,7 +22,7 @@ def loaded_by(*args):
     entry point."""
     code = (f"import sys, json\nsys.argv = ['jetfleet', *{list(args)!r}]\nfrom jetfleet.cli.entry import main\ntry:\n    main()\n"
             "except SystemExit:\n    pass\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    r = procs.run([sys.executable, "-c", code], timeout=120)
     return set(json.loads(r.stderr.splitlines()[-1]))
 
 
@@ -39,11 +40,11 @@ def test_help_loads_no_command_module_and_nothing_heavy():
 @pytest.mark.parametrize("columns", ["40", "60", "78", "80", "100", "250"])
 def test_the_root_help_is_exactly_the_one_click_prints(columns):
     env = {**os.environ, "COLUMNS": columns}
-    fast = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['jetfleet', '--help']\n"
-                           "from jetfleet.cli.entry import main; main()"], env=env, capture_output=True, text=True,
-                          timeout=60)
-    slow = subprocess.run([sys.executable, "-c", "from jetfleet.cli.main import cli; cli(['--help'], "
-                           "prog_name='jetfleet')"], env=env, capture_output=True, text=True, timeout=60)
+    fast = procs.run([sys.executable, "-c", "import sys; sys.argv = ['jetfleet', '--help']\n"
+                           "from jetfleet.cli.entry import main; main()"], env=env,
+                     timeout=60)
+    slow = procs.run([sys.executable, "-c", "from jetfleet.cli.main import cli; cli(['--help'], "
+                           "prog_name='jetfleet')"], env=env, timeout=60)
     assert fast.returncode == slow.returncode == 0
     assert fast.stdout == slow.stdout and "Commands:\n  agent " in fast.stdout
 

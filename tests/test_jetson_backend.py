@@ -2,7 +2,6 @@
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -13,6 +12,7 @@ from jetfleet.agent.device.jetson import JetsonBoard, JetsonOptions, detect_mode
 from jetfleet.shared.catalog import PowerMode, get_catalog
 from jetfleet.shared.errors import DeviceError, InvalidArgument
 
+from . import procs
 from .jetson_trees import LAYOUTS, build_tree, install_tools, snapshot
 
 pytestmark = pytest.mark.boards
@@ -173,7 +173,7 @@ def test_permission_error_names_the_node_and_writes_nothing():
                 pytest.skip("running as root without setpriv: cannot drop CAP_DAC_OVERRIDE")
             drop = "-dac_override,-dac_read_search"
             cmd = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", *cmd]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        out = procs.run(cmd, timeout=60)
         assert "ERR permission denied writing" in out.stdout, out.stderr
         assert snapshot(root) == before
 

@@ -9,7 +9,6 @@ import json
 import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import urllib.error
 import urllib.parse
@@ -29,6 +28,7 @@ from jetfleet.shared.metrics_http import MetricsHttpConfig, MetricsServer
 from jetfleet.shared.tls import init_ca, issue
 from jetfleet.twin.board import EmulatedBoard
 
+from . import procs
 from .harness import FAST_AGENT, FAST_CONTROLLER, free_port, wait_until
 
 
@@ -178,9 +178,9 @@ def test_prometheus_finds_the_agents_through_http_sd_of_a_tls_controller(pki, tm
              "http_sd_configs": [{"url": sd_url, "refresh_interval": "1s", "tls_config": tls, "basic_auth": basic}]}]}
         (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
         pport = free_port()
-        prom = subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
-                                 f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{pport}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        prom = procs.spawn([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
+                            f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{pport}"],
+                           stdout=procs.DEVNULL, stderr=procs.DEVNULL)
         try:
             def up() -> dict:
                 url = f"http://127.0.0.1:{pport}/api/v1/query?" + urllib.parse.urlencode({"query": "up"})

@@ -4,7 +4,6 @@ with the shipped config, and every PromQL expression of every shipped dashboard 
 import json
 import re
 import shutil
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -19,6 +18,7 @@ from click.testing import CliRunner
 from jetfleet.cli.main import cli
 from jetfleet.research.powertrain.evaluate import csv_text, twin_truth
 
+from . import procs
 from .harness import FAST_CONTROLLER, LabThread, free_port, wait_until
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
@@ -87,7 +87,7 @@ def test_every_dashboard_imports_into_any_grafana():
 def test_shipped_alert_rules_pass_promtool_check_and_their_unit_tests():
     promtool = need("promtool")
     for args in (["check", "rules", "alerts.yml"], ["test", "rules", "alerts.test.yml"]):
-        out = subprocess.run([promtool, *args], capture_output=True, text=True, cwd=DEPLOY / "prometheus")
+        out = procs.run([promtool, *args], cwd=DEPLOY / "prometheus")
         assert out.returncode == 0 and "SUCCESS" in out.stdout, out.stdout + out.stderr
     rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())
     names = {r["alert"] for g in rules["groups"] for r in g["rules"]}
@@ -99,8 +99,8 @@ def test_shipped_alert_rules_pass_promtool_check_and_their_unit_tests():
 
 
 def test_shipped_prometheus_config_is_valid():
-    out = subprocess.run([need("promtool"), "check", "config", str(DEPLOY / "prometheus/prometheus.yml")],
-                         capture_output=True, text=True, cwd=DEPLOY / "prometheus")
+    out = procs.run([need("promtool"), "check", "config", str(DEPLOY / "prometheus/prometheus.yml")],
+                    cwd=DEPLOY / "prometheus")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "WARNING" not in out.stdout + out.stderr
 
@@ -117,15 +117,14 @@ def observed_lab(tmp_path_factory):
     lt.close()
 
 
-def start_prometheus(config: Path, tsdb: Path) -> tuple[subprocess.Popen, int]:
+def start_prometheus(config: Path, tsdb: Path) -> tuple[procs.Child, int]:
     """Prometheus cannot report a port it chose, so it gets a free one, and another if that was taken meanwhile."""
     for _ in range(10):
         port = free_port()
-        prom = subprocess.Popen([need("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
-                                 f"--web.listen-address=127.0.0.1:{port}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        prom = procs.spawn([need("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
+                            f"--web.listen-address=127.0.0.1:{port}"], stdout=procs.DEVNULL, stderr=procs.DEVNULL)
 
-        def ready(port: int = port, prom: subprocess.Popen = prom) -> bool:
+        def ready(port: int = port, prom: procs.Child = prom) -> bool:
             try:
                 return urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200
             except OSError:
@@ -260,7 +259,7 @@ def test_both_endpoints_pass_promtool_check_metrics(observed_lab):
     endpoints = [cport] + [a.metrics_port for a in lab.lab.agents]
     for port in endpoints:
         text = scrape(port)
-        out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+        out = procs.run([promtool, "check", "metrics"], input=text)
         assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), (port, out.stdout, out.stderr)
     agent = lab.lab.agents[0]
     agent_text = scrape(agent.metrics_port)
@@ -287,10 +286,9 @@ def test_a_killed_agent_leaves_fleet_power_and_its_board_offline_alert_fires_in_
     lt = LabThread(str(tmp_path / "data"), ["agx-orin"], config=replace(FAST_CONTROLLER, metrics_port=0))
     lt.lab.agent_metrics = True
     lt.start()
-    agent = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "agent", "run", "--controller", lt.address,
-                              "--device", "emulated:orin-nano:3", "--speed", "inf", "--id", "nano-doomed",
-                              "--metrics-port", "0", "--metrics-address", "127.0.0.1"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    agent = procs.spawn([sys.executable, "-m", "jetfleet.cli", "agent", "run", "--controller", lt.address,
+                         "--device", "emulated:orin-nano:3", "--speed", "inf", "--id", "nano-doomed",
+                         "--metrics-port", "0", "--metrics-address", "127.0.0.1"], stdout=procs.DEVNULL, stderr=procs.DEVNULL)
     prom = None
     try:
         cport = lt.lab.controller.metrics_port

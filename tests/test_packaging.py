@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from . import procs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -24,8 +25,8 @@ def test_the_wheel_holds_every_data_file_of_the_package(tmp_path):
     src = tmp_path / "src"   # a copy: a build/ left in the checkout would hand back files from an earlier build
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__",
                                                              ".*cache*", ".hypothesis", "eval-*", "examples"))
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                          "--wheel-dir", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
+    out = procs.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                          "--wheel-dir", str(tmp_path / "dist"), str(src)], timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("jetfleet-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -3,7 +3,6 @@ offered beside the built-ins, characterised from its model, emulated by the twin
 accepted by the controller for that board; a plugin that fails to import is reported and not offered."""
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from jetfleet.cli.main import cli
 from jetfleet.client import OperatorClient
 from jetfleet.shared.errors import NotFound
 
+from . import procs
 from .harness import LabThread
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "jetfleet-workload-example"
@@ -31,8 +31,8 @@ py-modules = ["wobbly_workload"]
 
 
 def pip_install(src: Path, target: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                          "--target", str(target), str(src)], capture_output=True, text=True, timeout=300)
+    out = procs.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                          "--target", str(target), str(src)], timeout=300)
     assert out.returncode == 0, out.stderr
 
 

@@ -3,7 +3,6 @@
 import os
 import re
 import signal
-import subprocess
 import sys
 
 from click.testing import CliRunner
@@ -11,11 +10,13 @@ from click.testing import CliRunner
 from jetfleet.cli.main import cli
 from jetfleet.client import OperatorClient
 
+from . import procs
+
 JETFLEET = [sys.executable, "-m", "jetfleet.cli"]
 
 
 def start(args, **kw):
-    return subprocess.Popen(JETFLEET + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return procs.spawn(JETFLEET + args, stdout=procs.PIPE, stderr=procs.STDOUT, **kw)
 
 
 def test_controller_and_agent_processes_talk_and_stop_cleanly_on_sigterm(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import shutil
 import signal
-import subprocess
 import sys
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from jetfleet.controller.store import open_store
 from jetfleet.shared.errors import PermissionDenied
 
+from . import procs
 from .harness import RedisServer
 
 PASSWORD = "pw-7Rk2xQ9Lm"
@@ -44,9 +44,8 @@ def test_the_store_uses_the_password_from_its_url_and_never_shows_it(redis_with_
 
 
 def test_the_controller_process_never_prints_the_password(redis_with_password, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "-vv", "controller", "serve", "--listen",
-                             "127.0.0.1:0", "--store", redis_with_password.url], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = procs.spawn([sys.executable, "-m", "jetfleet.cli", "-vv", "controller", "serve", "--listen",
+                        "127.0.0.1:0", "--store", redis_with_password.url], stdout=procs.PIPE, stderr=procs.STDOUT)
     lines = []
     try:
         for line in proc.stdout:

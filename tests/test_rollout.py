@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import ssl
-import subprocess
 import sys
 import time
 import urllib.request
@@ -26,6 +25,7 @@ import pytest
 
 from jetfleet.shared.tls import init_ca, issue
 
+from . import procs
 from .jetson_trees import build_tree, install_tools, snapshot
 from .sshlab import SshLab
 
@@ -36,7 +36,7 @@ SECRETS = {"redis": "Redis-pw-5Tq8", "metrics": "Metrics-pw-9Zx2"}
 
 
 def pyenv_python(version: str) -> str:
-    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() if shutil.which("pyenv") else ""
+    root = procs.run(["pyenv", "root"]).stdout.strip() if shutil.which("pyenv") else ""
     found = sorted(Path(root, "versions").glob(f"{version}.*"), key=lambda p: [int(x) for x in p.name.split(".")])
     if not found:
         pytest.skip(f"pyenv has no CPython {version}")
@@ -50,8 +50,8 @@ def wheelhouse(python: str, extra: str, tag: str) -> Path:
     d = REPO / ".venv-wheelhouse" / f"{tag}-{key}"
     if not (d / ".complete").exists():
         shutil.rmtree(d, ignore_errors=True)
-        subprocess.run([python, "-m", "pip", "wheel", "-q", "-w", str(d), "--find-links", "/opt/wheels", f"{REPO}[{extra}]"],
-                       check=True, timeout=1800)
+        procs.run([python, "-m", "pip", "wheel", "-q", "-w", str(d), "--find-links", "/opt/wheels", f"{REPO}[{extra}]"],
+                  check=True, timeout=1800)
         for w in d.glob("jetfleet-*.whl"):
             w.unlink()  # jetfleet itself is built fresh for every run
         (d / ".complete").touch()
@@ -83,7 +83,7 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
     t0 = time.monotonic()
     wheels = {v: wheelhouse(p, "controller" if v == "3.11" else "agent", f"py{v}") for v, p in py.items()}
     fresh = tmp_path / "jetfleet-wheel"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(fresh), str(REPO)], check=True)
+    procs.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(fresh), str(REPO)], check=True)
     version = re.search(r"jetfleet-([^-]+)-", next(fresh.glob("jetfleet-*.whl")).name).group(1)
     print(f"\nwheelhouses and the jetfleet wheel: {time.monotonic() - t0:.0f} s")
 
@@ -148,8 +148,8 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
         t = time.monotonic()
         log = tmp_path / f"ansible-{len(list(tmp_path.glob('ansible-*.log')))}.log"
         with open(log, "w") as f:   # streamed, so a run that hangs can be read while it does
-            rc = subprocess.run([str(playbook), "-i", str(inv), *args], cwd=ANSIBLE, stdout=f, stderr=subprocess.STDOUT,
-                                text=True, env=env, timeout=3000).returncode
+            rc = procs.run([str(playbook), "-i", str(inv), *args], cwd=ANSIBLE, stdout=f, stderr=procs.STDOUT,
+                           env=env, timeout=3000).returncode
         out = log.read_text()
         print(f"ansible-playbook {' '.join(args)}: {time.monotonic() - t:.0f} s ({log})")
         assert rc == 0, out[-8000:]
@@ -163,8 +163,8 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
                 "JETFLEET_TLS_KEY": str(pki / "alice.key")}
 
     def devices() -> dict:
-        out = subprocess.run([sys.executable, "-m", "jetfleet.cli", "devices", "ls", "--controller", f"{ctl.address}:50051",
-                              "--output", "json"], capture_output=True, text=True, env={**os.environ, **operator})
+        out = procs.run([sys.executable, "-m", "jetfleet.cli", "devices", "ls", "--controller", f"{ctl.address}:50051",
+                              "--output", "json"], env={**os.environ, **operator})
         if out.returncode != 0:
             return {}
         return {d["device_id"]: d for d in json.loads(out.stdout)}
@@ -204,9 +204,9 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
     assert "store redis://:***@127.0.0.1:6379/0" in log and SECRETS["redis"] not in log
 
     # A mode by NVIDIA's name on the nvpmodel board, then the second run: nothing changes
-    out = subprocess.run([sys.executable, "-m", "jetfleet.cli", "mode", "set", "xavier-01", "MODE_15W", "--controller",
-                          f"{ctl.address}:50051", "--output", "json"], capture_output=True, text=True,
-                         env={**os.environ, **operator})
+    out = procs.run([sys.executable, "-m", "jetfleet.cli", "mode", "set", "xavier-01", "MODE_15W", "--controller",
+                          f"{ctl.address}:50051", "--output", "json"],
+                    env={**os.environ, **operator})
     assert out.returncode == 0 and json.loads(out.stdout)["confirmed"] == "4/1190.4/624.75/1331.2", out.stderr
     second = play("site.yml")
     for host in ("controller", "agent1", "agent2"):

@@ -4,7 +4,6 @@ import logging
 import math
 import os
 import signal
-import subprocess
 import sys
 from dataclasses import asdict
 
@@ -12,6 +11,8 @@ import pytest
 
 from jetfleet.controller.store import CampaignRecord, CommandRecord, DeviceRecord, Event, ModeState, RooflineRecord, open_store
 from jetfleet.shared.errors import AlreadyExists, InvalidArgument, StoreUnavailable
+
+from . import procs
 
 
 def device(i: int, mode: str = "12/2201.6/1300.5/3199", seen: float = 100.0) -> DeviceRecord:
@@ -72,7 +73,7 @@ def test_acknowledged_writes_survive_a_crash_sqlite(tmp_path):
     """A SIGKILL keeps the page cache, so surviving it alone proves little: the connection must also
     write a WAL journal synced in full (a power cut loses nothing acknowledged)."""
     spec = str(tmp_path / "data")
-    out = subprocess.run([sys.executable, "-c", WRITER, spec], capture_output=True, text=True, timeout=60)
+    out = procs.run([sys.executable, "-c", WRITER, spec], timeout=60)
     assert out.returncode == -signal.SIGKILL
     acked = [int(x) for x in out.stdout.split()]
     s = open_store(spec)

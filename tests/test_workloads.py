@@ -1,9 +1,12 @@
 import json
+import sys
 
 import pytest
 
 from jetfleet.shared.errors import InvalidArgument, NotFound
 from jetfleet.shared.workloads import WORKLOADS, characterisations, check_run_args, get_workload
+
+from . import procs
 
 
 def test_registry_names_and_unknown_workload():
@@ -31,9 +34,12 @@ def test_real_training_step_runs_on_cpu_with_tiny_inputs(name):
 
 
 def test_dataloader_workers_do_the_per_sample_work():
-    from jetfleet.agent.workloads.training import run_training
-
-    assert len(run_training("resnet18", 2, minibatch_size=2, workers=1, scale=0.25, device="cpu")) == 2
+    # In a process of its own: DataLoader workers are forked, and this test process has gRPC loaded (a fork would run
+    # gRPC's fork handlers: tests/procs.py)
+    r = procs.run([sys.executable, "-c", "from jetfleet.agent.workloads.training import run_training\n"
+                   "print(len(run_training('resnet18', 2, minibatch_size=2, workers=1, scale=0.25, device='cpu')))"],
+                  timeout=300)
+    assert (r.returncode, r.stdout) == (0, "2\n"), r.stderr
 
 
 def test_checked_in_characterisation_matches_the_models():
