@@ -151,3 +151,26 @@ def test_the_pki_directory_is_private_whatever_the_umask(tmp_path, umask):
         assert stat.S_IMODE((pki / "ca.key").stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_an_exported_campaign_imported_back_adds_nothing(lab, tmp_path):
+    run = lambda *a: CliRunner().invoke(cli, [*a, "--controller", lab.address])  # noqa: E731
+    (device,) = [d.device_id for d in lab.lab.agents]
+    r = run("profile", "start", "--workload", "lstm", "--device", device, "--modes", "random:4", "--minibatches", "5",
+            "--wait", "--output", "json")
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "campaign.csv"
+    assert run("profiles", "export", "--device", device, "--workload", "lstm", "-o", str(out)).exit_code == 0
+    for _ in range(2):   # the campaign's own rows, then the rows of the first import: one set
+        r = run("profiles", "import", str(out), "--output", "json")
+        assert r.exit_code == 0, r.output
+        assert (json.loads(r.stdout)["rows"], json.loads(r.stdout)["already_stored"]) == (0, 4)
+    assert "4 rows were stored before" in run("profiles", "import", str(out)).output
+    lines = out.read_text().splitlines()
+    cells = lines[1].split(",")
+    cells[6] = f"{float(cells[6]) * 1.5:.6g}"   # one observation that differs: that one is new
+    out.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    r = run("profiles", "import", str(out), "--output", "json")
+    assert (json.loads(r.stdout)["rows"], json.loads(r.stdout)["already_stored"]) == (1, 3)
+    r = run("profiles", "export", "--device", device, "--workload", "lstm")
+    assert len(r.stdout.strip().splitlines()) == 1 + 5

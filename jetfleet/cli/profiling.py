@@ -234,6 +234,6 @@ def profiles_import(conn: Connection, path: str, new_names: tuple[str, ...], all
             say(output, f"warning: new {kind} {name!r} created by this import", new=name, kind=kind)
     data = r.to_dict()
     emit(output, data, lambda d: f"imported {d['rows']} rows as {d['source']}"
-         + (f" ({d['already_stored']} rows were imported before and are kept once)" if d["already_stored"] else "")
+         + (f" ({d['already_stored']} rows were stored before and are kept once)" if d["already_stored"] else "")
          + (f"; new board models: {', '.join(d['new_board_models'])}" if d["new_board_models"] else "")
          + (f"; new workloads: {', '.join(d['new_workloads'])}" if d["new_workloads"] else ""))
