@@ -264,3 +264,44 @@ def test_the_jtop_service_is_enabled_only_where_it_exists(tmp_path):
     assert out.returncode != 0 and "has no jtop service" in out.stdout, out.stdout[-3000:]   # no jetson-stats here
     out = play_tasks(tmp_path, "jetfleet_agent", "jtop", **board, jetfleet_agent_telemetry="sysfs")
     assert out.returncode == 0 and re.search(r"Jetson-stats service .*\n(skipping|.*skipping)", out.stdout), out.stdout
+
+
+def test_the_agent_role_installs_everything_under_its_constraints():
+    import yaml
+
+    defaults = yaml.safe_load((ANSIBLE / "roles/jetfleet_agent/defaults/main.yml").read_text())
+    assert "numpy<2" in defaults["jetfleet_agent_constraints"]
+    env = render("jetfleet_agent", "agent.env.j2", jetfleet_agent_device_id="x", jetfleet_agent_pip_extra_args="--no-index")
+    assert env   # the role's variables render
+    tasks = yaml.safe_load((ANSIBLE / "roles/jetfleet_agent/tasks/main.yml").read_text())
+    pips = [t for t in tasks if "ansible.builtin.pip" in t]
+    assert len(pips) == 2 and all("jetfleet_agent_constraints_file" in t["ansible.builtin.pip"]["extra_args"]
+                                  or t["ansible.builtin.pip"]["extra_args"] == "{{ jetfleet_agent_pip_args }}" for t in pips)
+    rendered = yaml.safe_load((ANSIBLE / "roles/jetfleet_agent/vars/main.yml").read_text())["jetfleet_agent_pip_args"]
+    assert rendered.startswith("-c {{ jetfleet_agent_constraints_file }}")
+
+
+@pytest.mark.slow   # pip resolves jetfleet[agent] against the package index: ~30 s
+def test_on_jetpack_6s_python_the_agents_dependencies_resolve_to_numpy_1(tmp_path):
+    """What pip would install on a JetPack 6 board (CPython 3.10) under the role's constraints: numpy below 2, which
+    NVIDIA's torch wheels need; without them pip takes numpy 2."""
+    import yaml
+
+    root = procs.run(["pyenv", "root"]).stdout.strip() if shutil.which("pyenv") else ""
+    found = sorted(Path(root, "versions").glob("3.10.*")) if root else []
+    if not found:
+        pytest.skip("pyenv has no CPython 3.10 (make test-boards uses the same)")
+    python = str(found[-1] / "bin" / "python3")
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("\n".join(yaml.safe_load((ANSIBLE / "roles/jetfleet_agent/defaults/main.yml").read_text())
+                                     ["jetfleet_agent_constraints"]) + "\n")
+
+    def numpy_version(*args: str) -> str:
+        out = procs.run([python, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed", "--report",
+                         str(tmp_path / "report.json"), *args, f"jetfleet[agent] @ file://{REPO}"], timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        report = json.loads((tmp_path / "report.json").read_text())
+        return next(i["metadata"]["version"] for i in report["install"] if i["metadata"]["name"] == "numpy")
+
+    assert int(numpy_version("-c", str(constraints)).split(".")[0]) == 1
+    assert int(numpy_version().split(".")[0]) >= 2   # what the constraint is for

@@ -43,14 +43,19 @@ def pyenv_python(version: str) -> str:
     return str(found[-1] / "bin" / "python3")
 
 
+AGENT_CONSTRAINTS = ["numpy<2"]   # the agent role's default constraints (numpy 1 beside NVIDIA's torch)
+
+
 def wheelhouse(python: str, extra: str, tag: str) -> Path:
-    """Wheels of the dependencies of jetfleet[extra] for ``python``, kept under the worktree until pyproject.toml
-    changes (the test hosts have no route to a package index)."""
-    key = hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    """Wheels of the dependencies of jetfleet[extra] for ``python`` (an agent's under the agent role's constraints),
+    kept under the worktree until pyproject.toml changes (the test hosts have no route to a package index)."""
+    constraints = AGENT_CONSTRAINTS if extra == "agent" else []
+    key = hashlib.sha256((REPO / "pyproject.toml").read_bytes() + repr(constraints).encode()).hexdigest()[:12]
     d = REPO / ".venv-wheelhouse" / f"{tag}-{key}"
     if not (d / ".complete").exists():
         shutil.rmtree(d, ignore_errors=True)
-        procs.run([python, "-m", "pip", "wheel", "-q", "-w", str(d), "--find-links", "/opt/wheels", f"{REPO}[{extra}]"],
+        procs.run([python, "-m", "pip", "wheel", "-q", "-w", str(d), "--find-links", "/opt/wheels", f"{REPO}[{extra}]",
+                   *constraints],
                   check=True, timeout=1800)
         for w in d.glob("jetfleet-*.whl"):
             w.unlink()  # jetfleet itself is built fresh for every run
