@@ -174,3 +174,28 @@ def test_an_exported_campaign_imported_back_adds_nothing(lab, tmp_path):
     assert (json.loads(r.stdout)["rows"], json.loads(r.stdout)["already_stored"]) == (1, 3)
     r = run("profiles", "export", "--device", device, "--workload", "lstm")
     assert len(r.stdout.strip().splitlines()) == 1 + 5
+
+
+def test_a_paused_campaign_shows_no_eta_and_a_roofline_plot_of_nothing_says_what_to_measure(lab, tmp_path):
+    from jetfleet.client import OperatorClient
+
+    (device,) = [d.device_id for d in lab.lab.agents]
+    with OperatorClient(lab.address) as c:
+        camp = c.create_campaign("lstm", device_id=device, modes="random:1000", minibatches=5, seed=3)
+        lab.wait(lambda: c.get_campaign(camp.campaign_id).done >= 2, 60, "two modes measured (an ETA is known)")
+        running = c.get_campaign(camp.campaign_id)
+        c.pause_campaign(camp.campaign_id)
+        paused = c.get_campaign(camp.campaign_id)
+    assert running.eta_s is not None and running.status == "running"
+    assert paused.status == "paused" and paused.done < paused.total and paused.eta_s is None
+    r = CliRunner().invoke(cli, ["profile", "ls", "--controller", lab.address])
+    row = next(ln for ln in r.output.splitlines() if ln.startswith(camp.campaign_id))
+    assert row.split()[-1] == "-" and "paused" in row
+    assert "ETA" not in CliRunner().invoke(cli, ["profile", "show", camp.campaign_id, "--controller", lab.address]).output
+    # a roofline plot with nothing stored: what to measure, not `min() arg is an empty sequence`
+    r = CliRunner().invoke(cli, ["roofline", "--board-model", "orin-nano", "--workload", "resnet18", "--phase",
+                                 "inference", "--minibatch-size", "1", "--plot", str(tmp_path / "n.png"),
+                                 "--controller", lab.address])
+    assert r.exit_code == 7 and "nothing to plot" in r.output and "--measure" in r.output, r.output
+    r = CliRunner().invoke(cli, ["roofline", "--board-model", "orin-nano", "--controller", lab.address])
+    assert r.exit_code == 0 and "no roofline of orin-nano is stored yet" in r.output

@@ -36,7 +36,8 @@ def campaign_text(d: dict[str, Any]) -> str:
     lines = [f"campaign {d['campaign_id']}: {d['workload']} on {d['target']} ({d['modes']}, {d['minibatches']} "
              f"minibatches/mode) — {d['status']}",
              f"  {d['done']}/{d['total']} measured, {d['failed']} failed, {d['remaining']} remaining, "
-             f"{d['in_flight']} in flight, {d['retries']} retried, ETA {duration(d['eta_s'])}"]
+             f"{d['in_flight']} in flight, {d['retries']} retried"
+             + (f", ETA {duration(d['eta_s'])}" if d["status"] == "running" else "")]
     if d.get("waiting"):
         lines.append(f"  {d['waiting']}")
     if d["boards"]:
@@ -147,7 +148,8 @@ def profile_ls(conn: Connection, output: str) -> None:
         rows = [x.to_dict() for x in c.list_campaigns()]
     emit(output, rows, lambda rs: table(
         [[r["campaign_id"], r["workload"], r["target"], r["modes"], r["status"], f"{r['done']}/{r['total']}",
-          r["failed"], duration(r["eta_s"]) if not r["waiting"] else "waiting"] for r in rs],
+          r["failed"], "waiting" if r["waiting"] else duration(r["eta_s"]) if r["status"] == "running" else "-"]
+         for r in rs],
         ["CAMPAIGN", "WORKLOAD", "TARGET", "MODES", "STATUS", "DONE", "FAILED", "ETA"]))
 
 
