@@ -31,10 +31,13 @@ def check_range(value: float, limit: float, field: str, unit: str, text: str = "
     ``text``, the operator's own spelling of it, where there is one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value)
                                                                               and 0 < value <= limit):
-        noun = re.sub(r"_(w|s)$", "", field).replace("_", " ")
-        shown = repr(text.strip()[:40]) if text else (f"{value:g} {unit}" if isinstance(value, (int, float))
-                                                         and not isinstance(value, bool) else repr(value)[:40])
-        raise InvalidArgument(f"{noun} {shown} must be more than 0 and at most {limit:g} {unit}", field=field)
+        if text:   # the operator's own spelling: "power budget '0W' must be ..."
+            noun = re.sub(r"_(w|s)$", "", field).replace("_", " ")
+            raise InvalidArgument(f"{noun} {text.strip()[:40]!r} must be more than 0 and at most {limit:g} {unit}",
+                                  field=field)
+        shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)[:40]
+        raise InvalidArgument(f"{field}={shown} {unit} is out of range: more than 0 and at most {limit:g} {unit}",
+                              field=field)
     return float(value)
 
 
