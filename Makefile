@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned to the local CPU build: any other torch pulls gigabytes of CUDA packages
 	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e '.[agent,train,controller,top,dev]'
+	$(PY) -m pip install --quiet -e '.[agent,train,controller,plot,top,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

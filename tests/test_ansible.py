@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 from pathlib import Path
 
@@ -46,12 +47,21 @@ def render(role: str, template: str, **overrides) -> str:
            "inventory_hostname_short": "ctl", **overrides, "ansible_managed": "managed"}
     env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
 
+    templated = {k: v for k, v in raw.items() if isinstance(v, str) and ("{{" in v or "{%" in v)}
     values = dict(raw)
-    for _ in range(10):  # variables refer to variables: render until nothing is left to expand
-        pending = {k: v for k, v in values.items() if isinstance(v, str) and ("{{" in v or "{%" in v)}
-        if not pending:
+    for k, v in raw.items():   # secrets the role generates on the control node (Ansible's password lookup): given here
+        if k in templated and "lookup(" in v:
+            values[k] = "generated-secret-0123456789abcdef" if k.endswith("_password") else "/nonexistent"
+            del templated[k]
+
+    def value(text: str) -> object:   # as Ansible does, a template that renders to a boolean's text is that boolean
+        return text == "True" if text in ("True", "False") else text
+
+    for _ in range(20):  # variables refer to variables: render them all again until nothing changes (lazily, as Ansible)
+        new = {k: value(env.from_string(v).render(values)) for k, v in templated.items()}
+        if all(values[k] == v for k, v in new.items()):
             break
-        values.update({k: env.from_string(v).render(values) for k, v in pending.items()})
+        values.update(new)
     return env.from_string((base / "templates" / template).read_text()).render(values)
 
 
@@ -97,7 +107,8 @@ def test_agent_arguments_follow_the_inventory():
     assert opt["--tls-cert"] == opt["--metrics-tls-cert"] == "/etc/jetfleet/pki/xavier-01.crt"
     assert opt["--metrics-auth-file"] == "/etc/jetfleet/metrics-auth" and args["PATH"] == "/opt/fake/bin:/usr/bin"
     bare = render("jetfleet_agent", "agent.env.j2", jetfleet_agent_device_id="x")
-    assert "--tls" not in bare and "--metrics-auth-file" not in bare and "PATH=" not in bare
+    assert "--tls" not in bare and "PATH=" not in bare
+    assert "--metrics-auth-file" in bare   # a metrics password is always there: the inventory's, or generated
 
 
 def test_redis_password_goes_to_the_redis_settings_and_the_store_url_only():
@@ -109,7 +120,7 @@ def test_redis_password_goes_to_the_redis_settings_and_the_store_url_only():
     assert "JETFLEET_STORE='redis://:a%2Fb%40c%3Ad@127.0.0.1:6379/0'" in odd   # URL-encoded; redis-py decodes it
     unit = render("jetfleet_controller", "jetfleet-controller.service.j2", jetfleet_controller_redis_password="r3dis-pw")
     assert "r3dis-pw" not in unit
-    assert "requirepass" not in render("jetfleet_controller", "redis-jetfleet.conf.j2")
+    assert "requirepass generated-secret" in render("jetfleet_controller", "redis-jetfleet.conf.j2")   # never without
 
 
 def test_the_rendered_prometheus_config_loads_the_alert_rules_and_promtool_accepts_it(tmp_path):
@@ -150,6 +161,8 @@ def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
                       p + "python": sys.executable, p + "pip_extra_args": f"--find-links {wheels}",
                       p + "pki_dir": str(pki), p + "package": f"jetfleet[{role}]=={version}"})
     extra.update({"jetfleet_agent_device_id": "lab-orin-1", "jetfleet_controller_manage_packages": False,
+                  "jetfleet_controller_secrets_dir": str(tmp_path / "secrets"),
+                  "jetfleet_agent_secrets_dir": str(tmp_path / "secrets"),
                   "jetfleet_controller_data_dir": str(root / "var/lib/jetfleet"),
                   "jetfleet_controller_prometheus_dir": str(root / "etc/prometheus"),
                   "jetfleet_controller_grafana_dir": str(root / "etc/grafana"),
@@ -198,3 +211,97 @@ def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
     assert (root / "etc/prometheus/jetfleet-alerts.yml").read_text() == (REPO / "deploy/prometheus/alerts.yml").read_text()
     shipped = sorted(p.name for p in (REPO / "deploy/grafana/dashboards").glob("*.json"))
     assert len(shipped) >= 5 and sorted(p.name for p in (root / "var/lib/grafana/dashboards/jetfleet").glob("*.json")) == shipped
+
+
+# --- safe defaults (issue 29): the roles' own tasks run by ansible-playbook against this machine ----------------
+def play_tasks(tmp_path: Path, role: str, tasks: str, **extra: object) -> procs.subprocess.CompletedProcess:
+    """Run ``role``'s ``tasks`` file (as the role imports it) on localhost with ``extra`` variables."""
+    book = tmp_path / "check.yml"
+    book.write_text(json.dumps([{"hosts": "localhost", "connection": "local", "gather_facts": False,
+                                 "tasks": [{"ansible.builtin.import_role": {"name": role, "tasks_from": tasks}}]}]))
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ANSIBLE / "roles"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false"}
+    return procs.run([need("ansible-playbook"), "-i", "localhost,", str(book), "-e",
+                      json.dumps({"ansible_python_interpreter": sys.executable, **extra})], env=env, timeout=300)
+
+
+@pytest.mark.slow   # five ansible-playbook runs: ~20 s
+def test_the_controller_role_refuses_plaintext_off_loopback_unless_told_and_generates_its_secrets(tmp_path):
+    secrets = tmp_path / "secrets"
+    where = {"jetfleet_controller_secrets_dir": str(secrets)}
+    out = play_tasks(tmp_path, "jetfleet_controller", "checks", **where)   # the defaults: 0.0.0.0, no PKI
+    assert out.returncode != 0 and "would be open to the network" in out.stdout, out.stdout[-3000:]
+    for ok in ({"jetfleet_controller_pki_dir": "/srv/pki"}, {"jetfleet_controller_insecure": True},
+               {"jetfleet_controller_listen": "127.0.0.1:50051"}):
+        out = play_tasks(tmp_path, "jetfleet_controller", "checks", **where, **ok)
+        assert out.returncode == 0, (ok, out.stdout[-3000:])
+    made = {p.name: p.read_text() for p in secrets.iterdir()}
+    assert set(made) >= {"redis.password", "controller-metrics.password", "agents-metrics.password"}
+    assert all(len(v.split()[0]) == 32 for v in made.values())
+    assert stat.S_IMODE(secrets.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in secrets.iterdir())
+    out = play_tasks(tmp_path, "jetfleet_controller", "checks", **where, jetfleet_controller_insecure=True)
+    assert {p.name: p.read_text() for p in secrets.iterdir()} == made   # generated once, reused
+    assert not [v for v in made.values() if v.split()[0] in out.stdout]   # and never printed
+    weak = play_tasks(tmp_path, "jetfleet_controller", "checks", **where, jetfleet_controller_insecure=True,
+                      jetfleet_controller_redis_password="short")
+    assert weak.returncode != 0 and "at least 16 characters" in weak.stdout
+
+
+def test_an_insecure_controller_says_so_loudly_and_a_secure_one_has_no_insecure_flag():
+    insecure = render("jetfleet_controller", "jetfleet-controller.service.j2", jetfleet_controller_insecure=True)
+    assert "--insecure" in insecure and "WARNING: INSECURE" in insecure
+    assert "Description=jetfleet controller (INSECURE" in insecure
+    secure = render("jetfleet_controller", "jetfleet-controller.service.j2", jetfleet_controller_pki_dir="/srv/pki")
+    assert "--insecure" not in secure and "INSECURE" not in secure and "--tls-cert" in secure
+    loopback = render("jetfleet_controller", "jetfleet-controller.sh.j2", jetfleet_controller_listen="127.0.0.1:50051")
+    assert "--insecure" not in loopback and "INSECURE" not in loopback   # plaintext on loopback needs no flag
+
+
+def test_the_jtop_service_is_enabled_only_where_it_exists(tmp_path):
+    board = {"jetfleet_agent_jtop": True, "jetfleet_agent_render_only": False, "jetfleet_agent_service_manager": "systemd"}
+    out = play_tasks(tmp_path, "jetfleet_agent", "jtop", **board, jetfleet_agent_telemetry="jtop")
+    assert out.returncode != 0 and "has no jtop service" in out.stdout, out.stdout[-3000:]   # no jetson-stats here
+    out = play_tasks(tmp_path, "jetfleet_agent", "jtop", **board, jetfleet_agent_telemetry="sysfs")
+    assert out.returncode == 0 and re.search(r"Jetson-stats service .*\n(skipping|.*skipping)", out.stdout), out.stdout
+
+
+def test_the_agent_role_installs_everything_under_its_constraints():
+    import yaml
+
+    defaults = yaml.safe_load((ANSIBLE / "roles/jetfleet_agent/defaults/main.yml").read_text())
+    assert "numpy<2" in defaults["jetfleet_agent_constraints"]
+    env = render("jetfleet_agent", "agent.env.j2", jetfleet_agent_device_id="x", jetfleet_agent_pip_extra_args="--no-index")
+    assert env   # the role's variables render
+    tasks = yaml.safe_load((ANSIBLE / "roles/jetfleet_agent/tasks/main.yml").read_text())
+    pips = [t for t in tasks if "ansible.builtin.pip" in t]
+    assert len(pips) == 2 and all("jetfleet_agent_constraints_file" in t["ansible.builtin.pip"]["extra_args"]
+                                  or t["ansible.builtin.pip"]["extra_args"] == "{{ jetfleet_agent_pip_args }}" for t in pips)
+    rendered = yaml.safe_load((ANSIBLE / "roles/jetfleet_agent/vars/main.yml").read_text())["jetfleet_agent_pip_args"]
+    assert rendered.startswith("-c {{ jetfleet_agent_constraints_file }}")
+
+
+@pytest.mark.slow   # pip resolves jetfleet[agent] against the package index: ~30 s
+def test_on_jetpack_6s_python_the_agents_dependencies_resolve_to_numpy_1(tmp_path):
+    """What pip would install on a JetPack 6 board (CPython 3.10) under the role's constraints: numpy below 2, which
+    NVIDIA's torch wheels need; without them pip takes numpy 2."""
+    import yaml
+
+    root = procs.run(["pyenv", "root"]).stdout.strip() if shutil.which("pyenv") else ""
+    found = sorted(Path(root, "versions").glob("3.10.*")) if root else []
+    if not found:
+        pytest.skip("pyenv has no CPython 3.10 (make test-boards uses the same)")
+    python = str(found[-1] / "bin" / "python3")
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("\n".join(yaml.safe_load((ANSIBLE / "roles/jetfleet_agent/defaults/main.yml").read_text())
+                                     ["jetfleet_agent_constraints"]) + "\n")
+
+    def numpy_version(*args: str) -> str:
+        out = procs.run([python, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed", "--report",
+                         str(tmp_path / "report.json"), *args, f"jetfleet[agent] @ file://{REPO}"], timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        report = json.loads((tmp_path / "report.json").read_text())
+        return next(i["metadata"]["version"] for i in report["install"] if i["metadata"]["name"] == "numpy")
+
+    assert int(numpy_version("-c", str(constraints)).split(".")[0]) == 1
+    assert int(numpy_version().split(".")[0]) >= 2   # what the constraint is for

@@ -311,7 +311,7 @@ def test_issuing_refuses_the_ca_name_and_other_roles_names_and_fixes_key_modes(t
      "'--seed': -1 is not in the range"),
     (("optimize", "x", "--workload", "lstm", "--power-budget", "0W"), None, "power budget '0W' must be more than 0"),
     (("optimize", "x", "--workload", "lstm", "--power-budget", "9" * 400 + "W"), None, "is not a power like 30W"),
-    (("optimize", "x", "--workload", "lstm", "--power-budget", "20000W"), None, "at most 10000 W"),
+    (("optimize", "x", "--workload", "lstm", "--power-budget", "20000W"), None, "at most 1000 W"),
     (("optimize", "x", "--workload", "lstm", "--deadline", "0s"), None, "deadline '0s' must be more than 0"),
     (("telemetry", "watch", "x", "--count", "-3"), None, "'--count': -3 is not in the range"),
     (("certs", "issue", "controller", "ctl", "--san", "b\u00e4d name"), None, "neither an IP address nor a DNS name"),

@@ -48,15 +48,11 @@ def test_a_job_trains_while_serving_inference_within_both_budgets_from_the_cli(l
     assert "inference mobilenet_v3: " in rec.detail and " served, " in rec.detail      # the summary has the stream
     text = CliRunner().invoke(cli, ["job", "show", job["job_id"], "--controller", lab.address]).output
     assert f"inference mobilenet_v3 at 10 req/s, batches of up to {inf['batch_size']}" in text and "p95" in text
-    # Prometheus: the stream's latency histogram and request counters, by job and board
+    # Prometheus: the stream's latency histogram and request counters, by job and board, live while the job runs
+    # (tests/test_observability.py reads them in a real Prometheus); once it ended every series naming it is gone
+    # (issue 29: an ended job is not exported; its totals are the summary above)
     reg = lab.lab.controller.metrics.registry
-    labels = {"job_id": job["job_id"], "device": "orin-nano-0"}
-    for outcome in ("served", "late"):
-        assert reg.get_sample_value("jetfleet_inference_requests_total", {**labels, "outcome": outcome}) == inf[outcome]
-    assert reg.get_sample_value("jetfleet_inference_latency_seconds_count", labels) == inf["served"]
-    assert reg.get_sample_value("jetfleet_inference_latency_seconds_bucket", {**labels, "le": "+Inf"}) == inf["served"]
-    mean_s = reg.get_sample_value("jetfleet_inference_latency_seconds_sum", labels) / inf["served"]
-    assert inf["p50_ms"] / 3 < mean_s * 1e3 < inf["p99_ms"]
+    assert [s.labels for m in reg.collect() for s in m.samples if s.labels.get("job_id") == job["job_id"]] == []
 
 
 @pytest.mark.parametrize("args, field, words", [

@@ -90,3 +90,26 @@ def test_without_jetson_stats_the_error_names_the_extra(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_jtop)
     with pytest.raises(DeviceError, match=r"pip install 'jetfleet\[jtop\]'"):
         default_jtop(0.5)
+
+
+class JtopException(Exception):
+    """jetson-stats' own error type (jtop.core.exceptions.JtopException)."""
+
+
+@pytest.mark.parametrize("message,needles", [
+    ("Mismatch version jtop service: [4.2.7] and client: [4.3.1]. Please run:\n\nsudo systemctl restart jtop.service",
+     ["jetson-stats 4.3.1 in the agent's environment", "jtop service 4.2.7", "pip install 'jetson-stats==4.2.7'"]),
+    ("The jtop.service is not active. Please run:\nsudo systemctl start jtop.service",
+     ["jtop service did not answer", "is not active", "--telemetry sysfs"]),
+])
+def test_a_jtop_client_that_cannot_start_says_why_and_what_to_do(tmp_path, message, needles):
+    build_tree(tmp_path, "orin-nano-jp6")
+
+    class Refusing(FakeJtop):
+        def start(self) -> None:
+            raise JtopException(message)
+
+    with pytest.raises(DeviceError) as e:
+        JetsonBoard(tmp_path, JetsonOptions(telemetry="jtop", command_path=install_tools(tmp_path)),
+                    jtop_factory=Refusing)
+    assert e.value.field == "telemetry" and all(n in e.value.message for n in needles), e.value.message

@@ -146,7 +146,7 @@ def test_presets_come_from_the_catalog_where_the_board_has_no_nvpmodel_conf(tmp_
     build_tree(tmp_path, "orin-jp6")
     (tmp_path / "etc/nvpmodel.conf").unlink()
     b = JetsonBoard(tmp_path, JetsonOptions(command_path=install_tools(tmp_path)))
-    assert set(b.catalog.presets) == {"MAXN", "50W", "30W", "15W"}
+    assert set(b.catalog.presets) == {"MAXN", "MODE_50W", "MODE_30W", "MODE_15W"}
 
 
 def test_preset_mode_reads_caps_with_nvidias_special_values():
@@ -179,8 +179,8 @@ def test_the_agent_refuses_a_preset_name_that_does_not_name_the_mode():
     with pytest.raises(InvalidArgument, match="preset '30W' is not 12/2201.6/1300.5/3199") as e:
         ex.check(cmd(cat.maxn, "30W"))
     assert e.value.field == "set_mode.preset"
-    result = asyncio.run(ex.execute(cmd(cat.presets["30W"], "30W")))
-    assert result.ok and board.read_mode() == cat.presets["30W"]
+    result = asyncio.run(ex.execute(cmd(cat.presets["MODE_30W"], "MODE_30W")))
+    assert result.ok and board.read_mode() == cat.presets["MODE_30W"]
 
 
 @pytest.mark.parametrize("layout", ["xavier-jp4", "xavier-jp5"])

@@ -40,7 +40,8 @@ def panel_exprs(device: str = ".*") -> list[tuple[str, str]]:
     for f in sorted((DEPLOY / "grafana/dashboards").glob("*.json")):
         for p in json.loads(f.read_text())["panels"]:
             for t in p["targets"]:
-                out.append((f"{f.name}: {p['title']}", t["expr"].replace("$device", device)))
+                expr = t["expr"].replace("$device", device).replace("$board_model", ".*").replace("$rack", ".*")
+                out.append((f"{f.name}: {p['title']}", expr))
     return out
 
 
@@ -48,7 +49,39 @@ def test_every_panel_of_the_board_dashboard_filters_by_the_chosen_board():
     board = json.loads((DEPLOY / "grafana/dashboards/board.json").read_text())
     exprs = [t["expr"] for p in board["panels"] for t in p["targets"]]
     assert len(exprs) >= 10 and all('device=~"$device"' in e for e in exprs), exprs
-    assert board["templating"]["list"][0]["query"] == "label_values(jetfleet_board_online, device)"
+    device = next(v for v in board["templating"]["list"] if v["name"] == "device")
+    assert device["query"] == 'label_values(jetfleet_board_online{board_model=~"$board_model"}, device)'
+
+
+def datasource_refs(o: object) -> list:
+    """Every ``datasource`` value in a dashboard's JSON, however deep."""
+    if isinstance(o, dict):
+        return [v for k, v in o.items() if k == "datasource"] + [r for k, v in o.items() if k != "datasource"
+                                                                  for r in datasource_refs(v)]
+    if isinstance(o, list):
+        return [r for x in o for r in datasource_refs(x)]
+    return []
+
+
+def test_every_dashboard_imports_into_any_grafana():
+    """No datasource uid of ours: a datasource variable (and __inputs for the import dialog) picks the operator's
+    Prometheus; the fleet dashboard filters by board model and rack, the board dashboard by board model."""
+    for f in sorted((DEPLOY / "grafana/dashboards").glob("*.json")):
+        text = f.read_text()
+        d = json.loads(text)
+        assert "jetfleet-prometheus" not in text, f.name
+        assert [i["name"] for i in d["__inputs"]] == ["DS_PROMETHEUS"] and d["id"] is None, f.name
+        names = [v["name"] for v in d["templating"]["list"]]
+        assert names[0] == "datasource" and d["templating"]["list"][0]["type"] == "datasource", f.name
+        refs = datasource_refs(d["panels"]) + datasource_refs([v for v in d["templating"]["list"]
+                                                                if v["type"] != "datasource"])
+        assert refs and all(r == {"type": "prometheus", "uid": "${datasource}"} for r in refs), (f.name, refs)
+        if f.name == "fleet.json":
+            assert {"board_model", "rack"} <= set(names)
+            exprs = [t["expr"] for p in d["panels"] for t in p["targets"]]
+            assert all("$rack" in e for e in exprs if "jetfleet_board_power_watts" in e or "jetfleet_board_online" in e)
+        if f.name == "board.json":
+            assert "board_model" in names
 
 
 def test_shipped_alert_rules_pass_promtool_check_and_their_unit_tests():
@@ -172,7 +205,8 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(observed_lab)
         run = lambda *a: CliRunner().invoke(cli, [*a, "--controller", lab.address])  # noqa: E731
         ref = tmp / "ref.csv"
         ref.write_text(csv_text(twin_truth("orin-nano", "resnet18")))
-        for args in (("mode", "set", "agx-orin-0", "30W"), ("fleet", "cap", "set", "500W"), ("profiles", "import", str(ref)),
+        for args in (("mode", "set", "agx-orin-0", "30W"), ("devices", "label", "agx-orin-0", "rack=rack-a"),
+                     ("fleet", "cap", "set", "500W"), ("profiles", "import", str(ref)),
                      ("model", "train-reference", "--board-model", "orin-nano", "--workload", "resnet18", "--epochs", "3"),
                      ("profile", "start", "--workload", "lstm", "--board-model", "orin-nano", "--modes", "random:12",
                       "--minibatches", "10", "--wait"),
@@ -188,13 +222,19 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(observed_lab)
                 "--latency-budget", "2s", "--output", "json")
         assert r.exit_code == 0, r.output
         job_id = json.loads(r.stdout)["job_id"]   # (stdout: the note on stderr is for people)
-        wait_until(lambda: len(query(f'jetfleet_job_power_watts{{job_id="{job_id}"}}')) >= 2, 60,
+        wait_until(lambda: len(query(f'{{__name__=~"jetfleet_job_power(_budget)?_watts",job_id="{job_id}"}}')) == 2, 60,
                    "the running job's power and budget in prometheus")
-        wait_until(lambda: query(f'jetfleet_inference_latency_seconds_count{{job_id="{job_id}"}} > 0'), 60,
-                   "the job's served requests in prometheus")
+        wait_until(lambda: query(f'sum(rate(jetfleet_inference_requests_total{{job_id="{job_id}"}}[1m])) > 0') and query(
+            f'histogram_quantile(0.5, sum by (le) (rate(jetfleet_inference_latency_seconds_bucket{{job_id="{job_id}"}}[1m])))'
+            ' >= 0'), 60, "the job's served requests and their latency as the panels show them, in prometheus")
         assert run("job", "cancel", job_id).exit_code == 0
-        wait_until(lambda: not query(f'jetfleet_job_power_watts{{job_id="{job_id}"}}'), 30,
-                   "the cancelled job's power series to go")
+        wait_until(lambda: not query(f'{{__name__=~"jetfleet_job_.*|jetfleet_inference_.*",job_id="{job_id}"}}'), 30,
+                   "every series of the cancelled job to go")   # power, budget, progress, inference (issue 29)
+        # discovery labels every agent's series with its device, board model and rack (http_sd, issue 29)
+        agents = query('up{job="jetfleet-agents"}')
+        assert {s["metric"]["device"]: s["metric"]["board_model"] for s in agents} == {
+            a.device_id: a.board.catalog.model for a in lab.lab.agents}
+        assert {s["metric"].get("rack") for s in agents} == {"rack-a", None}
 
         def empty(device: str = ".*") -> list[tuple[str, str]]:   # panels with no data over the last 5 minutes
             return [(where, expr) for where, expr in panel_exprs(device) if not api.query_range(expr)]

@@ -5,10 +5,13 @@ fail at its first use of it on a real board, while every test on the source tree
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 from . import procs
 
@@ -28,3 +31,32 @@ def test_the_wheel_holds_every_data_file_of_the_package(tmp_path):
     (wheel,) = (tmp_path / "dist").glob("jetfleet-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [f for f in data if f not in names] == []
+    # users' mypy sees the client's types (PEP 561), and the licence the metadata names travels with the wheel
+    assert "jetfleet/py.typed" in names
+    (licence,) = [n for n in names if n.endswith("/LICENSE") and ".dist-info/" in n]
+    assert "Apache License" in zipfile.ZipFile(wheel).read(licence).decode()
+
+
+def extras() -> dict[str, list[str]]:
+    from jetfleet.shared.compat import toml_reader
+
+    project = toml_reader.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == {"text": "Apache-2.0"} and "Apache License" in (REPO / "LICENSE").read_text()
+    return {k: [re.split(r"[<>=;\[ ]", d, maxsplit=1)[0] for d in v] for k, v in project["optional-dependencies"].items()}
+
+
+def test_only_the_plot_extra_pulls_in_matplotlib_and_no_unused_generator_pin():
+    found = extras()
+    assert found["plot"] == ["matplotlib"]
+    assert [k for k, deps in found.items() if "matplotlib" in deps] == ["plot"]
+    assert "grpcio-tools" not in found["dev"]   # the stubs' generator lives in .venv-proto (make proto)
+
+
+def test_a_plot_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
+    from jetfleet.research.plots import plot_front
+    from jetfleet.shared.errors import FailedPrecondition
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)   # import matplotlib now raises ImportError
+    with pytest.raises(FailedPrecondition, match=r"jetfleet\[plot\]"):
+        plot_front([{"time_ms": 1.0, "power_w": 2.0, "pareto": True}], tmp_path / "f.png", "t")
+    assert not (tmp_path / "f.png").exists()

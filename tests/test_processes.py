@@ -82,7 +82,7 @@ def test_controller_killed_and_restarted_agents_reconnect_and_nothing_acknowledg
         with OperatorClient(address) as c:
             wait_for(lambda: _online(c) == 2, 60)   # the agents' backoff is capped: they come back by themselves
             devices = {d.device_id: d for d in c.list_devices()}
-            assert devices["agx-orin-0"].current_mode_name == "30W"
+            assert devices["agx-orin-0"].current_mode_name == "MODE_30W"
             assert devices["orin-nano-1"].current_mode_name == "7W"
     finally:
         for a in agents:

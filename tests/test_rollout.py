@@ -32,7 +32,7 @@ from .sshlab import SshLab
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 REPO = Path(__file__).resolve().parents[1]
 ANSIBLE = REPO / "deploy" / "ansible"
-SECRETS = {"redis": "Redis-pw-5Tq8", "metrics": "Metrics-pw-9Zx2"}
+GENERATED = {"redis": "redis.password", "metrics": "controller-metrics.password", "agents": "agents-metrics.password"}
 
 
 def pyenv_python(version: str) -> str:
@@ -43,14 +43,19 @@ def pyenv_python(version: str) -> str:
     return str(found[-1] / "bin" / "python3")
 
 
+AGENT_CONSTRAINTS = ["numpy<2"]   # the agent role's default constraints (numpy 1 beside NVIDIA's torch)
+
+
 def wheelhouse(python: str, extra: str, tag: str) -> Path:
-    """Wheels of the dependencies of jetfleet[extra] for ``python``, kept under the worktree until pyproject.toml
-    changes (the test hosts have no route to a package index)."""
-    key = hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    """Wheels of the dependencies of jetfleet[extra] for ``python`` (an agent's under the agent role's constraints),
+    kept under the worktree until pyproject.toml changes (the test hosts have no route to a package index)."""
+    constraints = AGENT_CONSTRAINTS if extra == "agent" else []
+    key = hashlib.sha256((REPO / "pyproject.toml").read_bytes() + repr(constraints).encode()).hexdigest()[:12]
     d = REPO / ".venv-wheelhouse" / f"{tag}-{key}"
     if not (d / ".complete").exists():
         shutil.rmtree(d, ignore_errors=True)
-        procs.run([python, "-m", "pip", "wheel", "-q", "-w", str(d), "--find-links", "/opt/wheels", f"{REPO}[{extra}]"],
+        procs.run([python, "-m", "pip", "wheel", "-q", "-w", str(d), "--find-links", "/opt/wheels", f"{REPO}[{extra}]",
+                   *constraints],
                   check=True, timeout=1800)
         for w in d.glob("jetfleet-*.whl"):
             w.unlink()  # jetfleet itself is built fresh for every run
@@ -88,6 +93,12 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
     print(f"\nwheelhouses and the jetfleet wheel: {time.monotonic() - t0:.0f} s")
 
     ctl, a1, a2 = (lab.hosts[n] for n in ("controller", "agent1", "agent2"))
+    secrets_dir = tmp_path / "secrets"
+
+    def secrets() -> dict[str, str]:
+        """The secrets the roles generated on this control node (none before the first run)."""
+        return {k: (secrets_dir / f).read_text().split()[0] for k, f in GENERATED.items() if (secrets_dir / f).exists()}
+
     pki = tmp_path / "pki"
     init_ca(pki)
     issue(pki, "controller", "jf-ctl", sans=[ctl.address])
@@ -117,9 +128,7 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
                                "jetfleet_controller_manage_packages": False, "jetfleet_controller_cert_name": "jf-ctl",
                                "jetfleet_controller_package": f"jetfleet[controller]=={version}",
                                "jetfleet_controller_pip_extra_args":
-                                   f"--no-index --find-links {fresh} --find-links {wheels['3.11']} --find-links /opt/wheels",
-                               "jetfleet_controller_redis_password": SECRETS["redis"],
-                               "jetfleet_controller_metrics_password": SECRETS["metrics"]}}
+                                   f"--no-index --find-links {fresh} --find-links {wheels['3.11']} --find-links /opt/wheels"}}
     for host, (_layout, route, python, device_id) in boards.items():
         root = lab.base / host / "board"
         v = "3.8" if python == py["3.8"] else "3.10"
@@ -136,7 +145,9 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
                  "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
                  "jetfleet_agent_pki_dir": str(pki), "jetfleet_controller_pki_dir": str(pki),
                  "jetfleet_agent_controller_address": f"{ctl.address}:50051", "jetfleet_agent_metrics_tls": True,
-                 "jetfleet_agent_metrics_password": SECRETS["metrics"]},
+                 # the roles' defaults: no password in the inventory, so Redis's and the metrics endpoints' are
+                 # generated on the control node (issue 29) and must reach every host that needs them
+                 "jetfleet_controller_secrets_dir": str(secrets_dir), "jetfleet_agent_secrets_dir": str(secrets_dir)},
         "children": {"controller": {"hosts": {"controller": hostvars["controller"]}},
                      "agents": {"hosts": {h: hostvars[h] for h in boards}}}}}
     inv = tmp_path / "inventory.yml"
@@ -153,7 +164,7 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
         out = log.read_text()
         print(f"ansible-playbook {' '.join(args)}: {time.monotonic() - t:.0f} s ({log})")
         assert rc == 0, out[-8000:]
-        for secret in SECRETS.values():
+        for secret in secrets().values():
             assert secret not in out, "a secret was printed"
         return out
 
@@ -188,20 +199,31 @@ def test_site_yml_over_ssh_to_three_hosts_with_mutual_tls_idempotent_and_a_certi
 
     # Prometheus's view: the agents' HTTPS endpoints, from the controller's http_sd behind basic auth
     ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-    basic = {"Authorization": "Basic " + base64.b64encode(f"prometheus:{SECRETS['metrics']}".encode()).decode()}
+    generated = secrets()
+    assert set(generated) == set(GENERATED) and all(len(v) == 32 for v in generated.values())
 
-    def https(url: str) -> str:
-        return urllib.request.urlopen(urllib.request.Request(url, headers=basic), context=ctx, timeout=10).read().decode()
+    def basic_auth(password: str) -> dict:
+        return {"Authorization": "Basic " + base64.b64encode(f"prometheus:{password}".encode()).decode()}
+
+    basic = basic_auth(generated["metrics"])
+
+    def https(url: str, auth: dict = basic) -> str:
+        return urllib.request.urlopen(urllib.request.Request(url, headers=auth), context=ctx, timeout=10).read().decode()
 
     groups = json.loads(https(f"https://{ctl.address}:9400/sd/agents"))
     assert sorted(t for g in groups for t in g["targets"]) == [f"{a1.address}:9401", f"{a2.address}:9401"]
-    assert "jetfleet_agent_power_watts" in https(f"https://{a1.address}:9401/metrics")
+    assert {g["labels"]["device"]: g["labels"]["board_model"] for g in groups} == {"xavier-01": "agx-xavier",
+                                                                                   "orin-01": "agx-orin"}
+    assert "jetfleet_agent_power_watts" in https(f"https://{a1.address}:9401/metrics", basic_auth(generated["agents"]))
+    # what Prometheus is given to scrape the agents is the password the agents were given
+    prom_dir = lab.base / "controller/etc/prometheus"
+    assert (prom_dir / "jetfleet-agents.password").read_text() == generated["agents"]
 
     # The store is Redis with the password from the inventory; nothing on the controller host shows it
     ps = lab.ssh("controller", "ps -eo args")
-    assert SECRETS["redis"] not in ps.stdout and "redis-server" in ps.stdout
+    assert generated["redis"] not in ps.stdout and "redis-server" in ps.stdout
     log = (lab.base / "controller/log/controller.log").read_text()
-    assert "store redis://:***@127.0.0.1:6379/0" in log and SECRETS["redis"] not in log
+    assert "store redis://:***@127.0.0.1:6379/0" in log and generated["redis"] not in log
 
     # A mode by NVIDIA's name on the nvpmodel board, then the second run: nothing changes
     out = procs.run([sys.executable, "-m", "jetfleet.cli", "mode", "set", "xavier-01", "MODE_15W", "--controller",

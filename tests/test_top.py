@@ -66,7 +66,7 @@ def test_top_shows_the_fleet_and_its_work_sorts_drills_in_and_follows_a_board_th
         assert [r[0] for r in rows(app)] == ["agx-orin-0", "agx-xavier-2", "orin-nano-1"]   # by device id
         cols = {name: i for i, name in enumerate(view.BOARD_COLUMNS)}
         assert table["agx-orin-0"][cols["STATE"]] == "online"
-        assert table["agx-orin-0"][cols["MODE"]] == "30W (8/1728/624.75/3199)"
+        assert table["agx-orin-0"][cols["MODE"]] == "MODE_30W (8/1728/624.75/3199)"
         assert "GPU_SOC" in table["agx-orin-0"][cols["RAILS W"]] and float(table["agx-orin-0"][cols["POWER W"]]) > 0
         assert table["orin-nano-1"][cols["WORK"]].startswith(f"campaign {camp.campaign_id[:12]}")
         work = rows(app, "#work")[0]

@@ -57,10 +57,10 @@ def test_a_jobs_own_step_applies_while_its_training_runs_and_anything_else_waits
         ex.on_progress = lambda r: modes_seen.append(mode_from_pb(r.mode))
         run = asyncio.create_task(ex.execute(train("job-r1", 1500)))
         await until(lambda: ex.busy == "job-r1" and len(modes_seen) > 2)
-        step = await ex.execute(set_mode("s1", ORIN.presets["30W"], during="job-r1"))
+        step = await ex.execute(set_mode("s1", ORIN.presets["MODE_30W"], during="job-r1"))
         stepped_while_running = not run.done()
-        other = asyncio.create_task(ex.execute(set_mode("s2", ORIN.presets["15W"])))          # not the job's: waits
-        stranger = asyncio.create_task(ex.execute(set_mode("s3", ORIN.presets["15W"], during="another-job")))
+        other = asyncio.create_task(ex.execute(set_mode("s2", ORIN.presets["MODE_15W"])))          # not the job's: waits
+        stranger = asyncio.create_task(ex.execute(set_mode("s3", ORIN.presets["MODE_15W"], during="another-job")))
         await asyncio.sleep(0)
         waited = not other.done() and not stranger.done()
         result = await run
@@ -70,10 +70,10 @@ def test_a_jobs_own_step_applies_while_its_training_runs_and_anything_else_waits
 
     step, stepped_while_running, waited, result, modes_seen, board = asyncio.run(scenario())
     assert step.ok and stepped_while_running and waited and result.ok
-    assert modes_seen[0] == ORIN.maxn and ORIN.presets["30W"] in modes_seen
+    assert modes_seen[0] == ORIN.maxn and ORIN.presets["MODE_30W"] in modes_seen
     times = result.training.minibatch_times_s
     assert max(times[-100:]) > 1.2 * sorted(times[20:100])[40]       # the rest of the run went at the 30W pace
-    assert board.read_mode() == ORIN.presets["15W"]                 # the others ran after the training
+    assert board.read_mode() == ORIN.presets["MODE_15W"]                 # the others ran after the training
 
 
 def test_a_training_stops_when_its_agent_closes():

@@ -130,7 +130,7 @@ def test_every_board_model_runs_every_workload():
 def test_a_mode_applied_mid_run_takes_effect_from_the_next_minibatch():
     """A job's closed loop steps the mode without stopping training: the run goes on at the new mode's pace and power."""
     board = EmulatedBoard("agx-orin", 4, clock=lambda: 1e9)
-    low = ORIN.presets["15W"]
+    low = ORIN.presets["MODE_15W"]
 
     def step_after_30(i, t):
         if i == 29:

@@ -85,7 +85,8 @@ class CommandExecutor:
         if kind == "set_mode":
             mode = self.catalog.validate(mode_from_pb(cmd.set_mode.mode))
             preset = cmd.set_mode.preset
-            if preset and self.catalog.presets.get(preset) != mode:
+            named = self.catalog.preset_named(preset) if preset else None
+            if preset and (named is None or self.catalog.presets[named] != mode):
                 raise InvalidArgument(f"preset {preset[:64]!r} is not {mode} on this board (its presets: "
                                       f"{', '.join(sorted(self.catalog.presets)) or 'none'})", field="set_mode.preset")
             if cmd.set_mode.during_command_id:

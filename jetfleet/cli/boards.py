@@ -7,6 +7,7 @@ import click
 from jetfleet.cli.common import emit, handle_errors, output_option, table
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import builtin_catalogs, get_catalog
+from jetfleet.shared.quantity import parse_latency
 
 
 @click.command("modes")
@@ -73,29 +74,14 @@ def twin_measure(board: str, workload: str, mode_text: str, minibatches: int, in
         f"  energy          {d['energy_per_minibatch_j']:.3f} J per {'batch' if inference else 'minibatch'}"))
 
 
-def parse_latency(text: str) -> float:
-    """'50ms', '0.2s', '200 ms' -> seconds; InvalidArgument naming latency_budget otherwise."""
-    import re
-
-    from jetfleet.shared.errors import InvalidArgument
-
-    m = re.fullmatch(r"\s*([0-9]{1,9}\.?[0-9]{0,9})\s*(ms|s)\s*", text or "")
-    if not m:
-        raise InvalidArgument(f"{(text or '')[:40]!r} is not a latency like 50ms or 0.2s", field="latency_budget")
-    value = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
-    from jetfleet.shared.concurrency import check_latency_budget
-
-    return check_latency_budget(value)
-
-
 @twin_group.command("concurrent")
 @click.option("--board", required=True, help=f"board model ({', '.join(sorted(builtin_catalogs()))})")
 @click.option("--training", required=True, help="workload to train")
 @click.option("--inference", "inference", required=True, help="workload to serve")
 @click.option("--mode", "mode_text", default="MAXN", show_default=True, help="CORES/CPU/GPU/MEM in MHz, or a preset")
 @click.option("--arrival-rate", type=float, default=None, help="Poisson requests per second (or --trace)")
-@click.option("--trace", "trace_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="arrival times, one per line in seconds")
+@click.option("--trace", "trace_path", type=click.Path(exists=True, dir_okay=False, allow_dash=True), default=None,
+              help="arrival times, one per line in seconds (- for standard input)")
 @click.option("--latency-budget", required=True, help="on the p95 latency, e.g. 50ms or 0.2s")
 @click.option("--batch-size", default=8, show_default=True, type=int, help="largest inference batch (1..64)")
 @click.option("--duration", default=60.0, show_default=True, type=click.FloatRange(1.0, 3600.0),
@@ -113,7 +99,7 @@ def twin_concurrent(board: str, training: str, inference: str, mode_text: str, a
     request, a batch size outside 1..64, an unknown workload."""
     import numpy as np
 
-    from jetfleet.cli.common import read_text_file
+    from jetfleet.cli.common import MAX_SMALL_FILE_BYTES, read_text_file
     from jetfleet.shared.concurrency import ManagedScheduler, check_serviceable, poisson_arrivals, read_trace
     from jetfleet.shared.errors import InvalidArgument
     from jetfleet.shared.workloads.inference import CHARACTERISED_BATCH_SIZES, check_batch_size
@@ -130,7 +116,7 @@ def twin_concurrent(board: str, training: str, inference: str, mode_text: str, a
     if (arrival_rate is None) == (trace_path is None):
         raise InvalidArgument("give exactly one of --arrival-rate and --trace", field="arrival_rate")
     arrivals = (poisson_arrivals(arrival_rate, duration, seed) if arrival_rate is not None
-                else read_trace(read_text_file(trace_path, "trace")))  # type: ignore[arg-type]
+                else read_trace(read_text_file(trace_path, "trace", MAX_SMALL_FILE_BYTES)))  # type: ignore[arg-type]
     rate = arrival_rate if arrival_rate is not None else len(arrivals) / max(float(arrivals[-1]), 1e-9)
     grid = cat.grid("inference") if "inference" in cat.grid_names else cat.grid("presets")
     best = {b: min(dev.expected_inference(inference, m, batch_size=b)[0] for m in grid)

@@ -22,7 +22,6 @@ import json
 import logging
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 import click
@@ -35,7 +34,8 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger(__name__)
 UINT32 = click.IntRange(0, 2**32 - 1)
-MAX_TEXT_FILE_BYTES = 256 * 1024 * 1024
+MAX_TEXT_FILE_BYTES = 128 * 1024 * 1024   # a profiles import's limit (docs/limits.md); other files less
+MAX_SMALL_FILE_BYTES = 16 * 1024 * 1024   # a modes file, an arrival trace
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -181,23 +181,20 @@ def say(output: str, message: str, **fields: Any) -> None:
         click.echo(message, err=True)
 
 
-def read_text_file(path: str, what: str) -> str:
-    """A UTF-8 text file (a byte-order mark is dropped); InvalidArgument naming ``what`` for a binary, Latin-1 or
-    oversized file."""
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_TEXT_FILE_BYTES:
-            raise InvalidArgument(f"{what} {path}: {p.stat().st_size} bytes; at most {MAX_TEXT_FILE_BYTES}", field=what)
-        data = p.read_bytes()
-    except OSError as e:
-        raise InvalidArgument(f"{what} {path}: cannot read it ({e.strerror})", field=what) from None
+def read_text_file(path: str, what: str, max_bytes: int = MAX_TEXT_FILE_BYTES) -> str:
+    """A UTF-8 text file, ``-`` for standard input (a byte-order mark is dropped), read no further than
+    ``max_bytes``; InvalidArgument naming ``what`` for a binary, Latin-1, unreadable or oversized file."""
+    from jetfleet.shared.files import STDIN, read_bounded
+
+    data = read_bounded(path, what, max_bytes)
+    name = "standard input" if path == STDIN else path
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InvalidArgument(f"{what} {path} is not UTF-8 text (byte {e.start} is {data[e.start:e.start + 1]!r}): "
+        raise InvalidArgument(f"{what} {name} is not UTF-8 text (byte {e.start} is {data[e.start:e.start + 1]!r}): "
                               "a binary or Latin-1 file? Save it as UTF-8 CSV", field=what) from None
     if "\x00" in text:
-        raise InvalidArgument(f"{what} {path} holds NUL characters: a binary file, not text", field=what)
+        raise InvalidArgument(f"{what} {name} holds NUL characters: a binary file, not text", field=what)
     return text
 
 

@@ -34,8 +34,10 @@ def _steps(label: str, output: str) -> tuple[Callable[[str], None], Callable[[in
 
 
 @eval_group.command("transfer")
-@click.option("--reference", "reference", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--target", "target", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--reference", "reference", required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help="a profiles CSV (- for standard input)")
+@click.option("--target", "target", required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help="a profiles CSV (- for standard input, if --reference is a file)")
 @click.option("--k", default=50, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--repeats", default=10, show_default=True, type=int)
 @click.option("--strategy", default="random", type=click.Choice(["random", "spread", "uncertain"]))
@@ -46,8 +48,12 @@ def eval_transfer(reference: str, target: str, k: int, repeats: int, strategy: s
     from jetfleet.research.powertrain.evaluate import transfer_files
 
     _check_repeats(repeats)
+    from jetfleet.shared.files import source_name
+
+    if reference == target == "-":
+        raise InvalidArgument("--reference and --target cannot both be standard input", field="target")
     r = transfer_files(read_text_file(reference, "reference"), read_text_file(target, "target"), k, repeats,
-                       strategy=strategy, names=(Path(reference).name, Path(target).name))
+                       strategy=strategy, names=(source_name(reference), source_name(target)))
 
     def text(d: dict[str, Any]) -> str:
         m = d["mape"]

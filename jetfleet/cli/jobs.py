@@ -20,7 +20,7 @@ from jetfleet.cli.common import (
     table,
 )
 from jetfleet.cli.complete import complete_board_models, complete_devices, complete_workloads
-from jetfleet.cli.quantity import parse_quantity
+from jetfleet.shared.quantity import parse_deadline, parse_power_budget
 
 ACTIVE = ("queued", "profiling", "modelling", "applying", "running")
 
@@ -103,7 +103,7 @@ def job_group() -> None:
 @click.option("--with-inference", "inference_workload", default="", shell_complete=complete_workloads,
               help="serve this workload's inference beside the training (needs --power-budget)")
 @click.option("--arrival-rate", default=0.0, type=float, help="Poisson requests/s of the inference stream ...")
-@click.option("--trace", "trace_path", default=None, help="... or a file of arrival times (s), one per line")
+@click.option("--trace", "trace_path", default=None, help="... or a file of arrival times (s), one per line (-: stdin)")
 @click.option("--latency-budget", default=None, help="on the p95 request latency, e.g. 50ms")
 @click.option("--inference-batch-size", default=0, type=int, help="largest batch served at once, 1..64 (default: "
               "the controller chooses)")
@@ -130,20 +130,20 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
         check_batch_size(inference_batch_size, "inference_batch_size")
     times: list[float] = []
     if trace_path:
-        from jetfleet.cli.common import read_text_file
+        from jetfleet.cli.common import MAX_SMALL_FILE_BYTES, read_text_file
         from jetfleet.shared.concurrency import read_trace
 
-        times = [float(t) for t in read_trace(read_text_file(trace_path, "trace"))]
+        times = [float(t) for t in read_trace(read_text_file(trace_path, "trace", MAX_SMALL_FILE_BYTES))]
     budget_s = 0.0
     if latency_budget:
-        from jetfleet.cli.boards import parse_latency
+        from jetfleet.shared.quantity import parse_latency
 
         budget_s = parse_latency(latency_budget)
     with conn.client() as c:
         job = c.submit_job(
             workload, device_id=device_id, board_model=board_model,
-            power_budget_w=parse_quantity(power_budget, "W") if power_budget else 0.0,
-            deadline_s=parse_quantity(deadline, "s") if deadline else 0.0, min_energy=min_energy,
+            power_budget_w=parse_power_budget(power_budget) if power_budget else 0.0,
+            deadline_s=parse_deadline(deadline) if deadline else 0.0, min_energy=min_energy,
             minibatches=minibatches, epochs=epochs, minibatches_per_epoch=minibatches_per_epoch,
             profile_modes=profile_modes, strategy=strategy, confidence=confidence, max_steps=max_steps,
             window_s=window_s, request_id=request_id, inference_workload=inference_workload,

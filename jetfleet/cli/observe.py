@@ -11,13 +11,15 @@ from typing import Any
 import click
 
 from jetfleet.cli.common import Connection, connection_options, handle_errors
+from jetfleet.shared.errors import InvalidArgument
 
 
 def file_sd(devices: list[Any]) -> list[dict[str, Any]]:
-    """Prometheus file_sd groups: one per board model, the online agents' metrics addresses as targets."""
-    from jetfleet.shared.sd import sd_groups
+    """Prometheus file_sd groups: one per online agent, its metrics address labelled device, board_model, rack."""
+    from jetfleet.shared.sd import SdAgent, sd_groups
 
-    return sd_groups((d.model, d.metrics_address) for d in devices if d.online)
+    return sd_groups(SdAgent(d.device_id, d.model, d.labels.get("rack", ""), d.metrics_address)
+                     for d in devices if d.online)
 
 
 @click.group("prometheus")
@@ -39,6 +41,10 @@ def targets(conn: Connection, out: str) -> None:
         click.echo(text, nl=False)
         return
     path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)   # Prometheus's targets/ folder may not exist yet
+    except OSError as e:
+        raise InvalidArgument(f"--out {out}: cannot create its folder {path.parent} ({e.strerror})", field="out") from None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as f:
         f.write(text)

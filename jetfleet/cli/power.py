@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from jetfleet.cli.common import Connection, connection_options, emit, handle_errors, output_option, table
-from jetfleet.cli.quantity import parse_quantity
+from jetfleet.shared.quantity import parse_cap
 
 
 @click.group("fleet")
@@ -50,8 +50,8 @@ def plan_text(caps: list[dict[str, Any]]) -> str:
 @output_option
 @handle_errors
 def cap_set(conn: Connection, watts: str, group: str, output: str) -> None:
-    """Cap the lab (or a rack group) at WATTS (200W, 200); refused below the boards' idle power."""
-    cap_w = parse_quantity(watts, "W")
+    """Cap the lab (or a rack group) at WATTS (200W: the unit is required); refused below the boards' idle power."""
+    cap_w = parse_cap(watts)
     with conn.client() as c:
         caps = [x.to_dict() for x in c.set_fleet_cap(cap_w, group)]
     emit(output, caps, caps_text)

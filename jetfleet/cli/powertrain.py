@@ -19,8 +19,8 @@ from jetfleet.cli.common import (
     table,
 )
 from jetfleet.cli.complete import complete_board_models, complete_devices, complete_workloads
-from jetfleet.cli.quantity import parse_quantity
 from jetfleet.shared.catalog import format_mhz
+from jetfleet.shared.quantity import parse_deadline, parse_power_budget
 
 
 def coverage_state(cov: dict[str, Any] | None) -> str:
@@ -283,8 +283,8 @@ def optimize(conn: Connection, device: str, board_model: str, workload: str, pow
              refine: bool, confidence: float, output: str) -> None:
     """Choose the mode that meets a goal for WORKLOAD on DEVICE (or --board-model) by its calibrated upper bound;
     --apply to set and verify it (an observation over the budget is flagged)."""
-    budget_w = parse_quantity(power_budget, "W") if power_budget else 0.0
-    deadline_s = parse_quantity(deadline, "s") if deadline else 0.0
+    budget_w = parse_power_budget(power_budget) if power_budget else 0.0
+    deadline_s = parse_deadline(deadline) if deadline else 0.0
     if deadline and minibatches_per_epoch is None:
         raise click.UsageError("--deadline is per epoch: give --minibatches-per-epoch (the epoch's length in "
                                "minibatches), or use `jetfleet job submit --deadline` for a whole job")

@@ -11,6 +11,7 @@ import click
 from jetfleet.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_WORK_FAILED,
+    MAX_SMALL_FILE_BYTES,
     UINT32,
     Connection,
     connection_options,
@@ -35,7 +36,8 @@ def campaign_text(d: dict[str, Any]) -> str:
     lines = [f"campaign {d['campaign_id']}: {d['workload']} on {d['target']} ({d['modes']}, {d['minibatches']} "
              f"minibatches/mode) — {d['status']}",
              f"  {d['done']}/{d['total']} measured, {d['failed']} failed, {d['remaining']} remaining, "
-             f"{d['in_flight']} in flight, {d['retries']} retried, ETA {duration(d['eta_s'])}"]
+             f"{d['in_flight']} in flight, {d['retries']} retried"
+             + (f", ETA {duration(d['eta_s'])}" if d["status"] == "running" else "")]
     if d.get("waiting"):
         lines.append(f"  {d['waiting']}")
     if d["boards"]:
@@ -50,8 +52,9 @@ def profile_group() -> None:
 
 
 def read_modes_file(path: str) -> tuple[list[str], list[int]]:
-    """The modes of a modes file (UTF-8, one per line, ``#`` comments) and the line each is on."""
-    text = read_text_file(path, "modes file")
+    """The modes of a modes file (UTF-8, one per line, ``#`` comments; ``-`` is standard input) and the line each
+    is on."""
+    text = read_text_file(path, "modes file", MAX_SMALL_FILE_BYTES)
     modes, lines = [], []
     for number, raw in enumerate(text.splitlines(), start=1):
         ln = raw.split("#")[0].strip()
@@ -72,7 +75,8 @@ def read_modes_file(path: str) -> tuple[list[str], list[int]]:
 @click.option("--board-model", default="", help="... or every online board of a model, sharing the work",
               shell_complete=complete_board_models)
 @click.option("--modes", "modes", required=True,
-              help="full, powertrain, inference (AGX boards), presets, random:K, or a file with one mode per line")
+              help="full, powertrain, inference (AGX boards), presets, random:K, or a file with one mode per line (- for "
+                   "standard input)")
 @click.option("--minibatches", default=defaults.MINIBATCHES, show_default=True, type=click.IntRange(1, MAX_MINIBATCHES),
               help="kept per mode, after warm-up")
 @click.option("--seed", default=0, show_default=True, type=UINT32, help="for random:K")
@@ -87,9 +91,11 @@ def profile_start(conn: Connection, workload: str, device_id: str, board_model: 
     fields: dict[str, Any] = {"device_id": device_id, "board_model": board_model, "minibatches": minibatches,
                               "seed": seed}
     path = Path(modes)
-    if path.is_file():
+    if modes == "-" or path.is_file():
+        from jetfleet.shared.files import source_name
+
         fields["mode_list"], fields["mode_lines"] = read_modes_file(modes)
-        fields["modes"] = f"file:{path.name}"[:128]
+        fields["modes"] = f"file:{source_name(modes)}"[:128]
     elif "/" in modes and not modes.startswith("random:"):
         raise InvalidArgument(f"--modes {modes!r}: no such file (expected full, powertrain, presets, random:K "
                               "or a file of modes)", field="modes")
@@ -142,7 +148,8 @@ def profile_ls(conn: Connection, output: str) -> None:
         rows = [x.to_dict() for x in c.list_campaigns()]
     emit(output, rows, lambda rs: table(
         [[r["campaign_id"], r["workload"], r["target"], r["modes"], r["status"], f"{r['done']}/{r['total']}",
-          r["failed"], duration(r["eta_s"]) if not r["waiting"] else "waiting"] for r in rs],
+          r["failed"], "waiting" if r["waiting"] else duration(r["eta_s"]) if r["status"] == "running" else "-"]
+         for r in rs],
         ["CAMPAIGN", "WORKLOAD", "TARGET", "MODES", "STATUS", "DONE", "FAILED", "ETA"]))
 
 
@@ -208,7 +215,7 @@ def profiles_export(conn: Connection, board_model: str, workload: str, device_id
 
 
 @profiles_group.command("import")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--new", "new_names", multiple=True, metavar="NAME",
               help="a board model or workload this file introduces (repeatable); the controller refuses names it "
                    "does not know otherwise, so a typo cannot start a new one")
@@ -217,15 +224,18 @@ def profiles_export(conn: Connection, board_model: str, workload: str, device_id
 @output_option
 @handle_errors
 def profiles_import(conn: Connection, path: str, new_names: tuple[str, ...], allow_new: bool, output: str) -> None:
-    """Import a CSV of profiles (UTF-8), all or nothing; rows imported before are recognised, not doubled."""
+    """Import a CSV of profiles (UTF-8; - reads standard input), all or nothing; rows stored before are
+    recognised, not doubled."""
+    from jetfleet.shared.files import source_name
+
     text = read_text_file(path, "csv")
     with conn.client() as c:
-        r = c.import_profiles(text, Path(path).name, allow_new=new_names, allow_any_new=allow_new)
+        r = c.import_profiles(text, source_name(path), allow_new=new_names, allow_any_new=allow_new)
     for kind, names in (("board model", r.new_board_models), ("workload", r.new_workloads)):
         for name in names:
             say(output, f"warning: new {kind} {name!r} created by this import", new=name, kind=kind)
     data = r.to_dict()
     emit(output, data, lambda d: f"imported {d['rows']} rows as {d['source']}"
-         + (f" ({d['already_stored']} rows were imported before and are kept once)" if d["already_stored"] else "")
+         + (f" ({d['already_stored']} rows were stored before and are kept once)" if d["already_stored"] else "")
          + (f"; new board models: {', '.join(d['new_board_models'])}" if d["new_board_models"] else "")
          + (f"; new workloads: {', '.join(d['new_workloads'])}" if d["new_workloads"] else ""))

@@ -9,6 +9,7 @@ import click
 
 from jetfleet.cli.common import Connection, connection_options, emit, handle_errors, output_option, table
 from jetfleet.cli.complete import complete_board_models, complete_devices, complete_workloads
+from jetfleet.shared.errors import FailedPrecondition
 
 
 def roofline_text(d: dict[str, Any]) -> str:
@@ -31,6 +32,9 @@ def roofline_text(d: dict[str, Any]) -> str:
         head += ["T MS", "E J", "BOUND"]
     if observed:
         head += ["PROFILED MS", "PROFILED J"]
+    if not rows:
+        return (f"no roofline of {d['board_model']} is stored yet: measure some modes first (jetfleet roofline "
+                f"--board-model {d['board_model']} --mode MAXN --measure)")
     text = table(rows, head)
     if wl:
         text += (f"\n{wl} ({d['phase']}, minibatch {d['minibatch_size']}): intensity {d['intensity']:.2f} FLOP/byte; "
@@ -93,6 +97,10 @@ def roofline(conn: Connection, board_model: str, workload: str, modes: tuple[str
         r = c.roofline(board_model, workload=workload, modes=list(modes), measure=measure, device_id=device_id,
                        seconds=seconds, minibatch_size=minibatch_size, phase=phase, remeasure=remeasure, profile_fit=profile_fit)
     d = {**r.to_dict(), "profile_fit": profile_fit}
+    if not d["points"] and plot:   # nothing to draw: say how to get something, not a plotting traceback
+        raise FailedPrecondition(f"no roofline of {board_model} is stored yet, so there is nothing to plot: measure "
+                                 f"some modes first (jetfleet roofline --board-model {board_model} --mode MAXN --measure; "
+                                 f"it needs an online {board_model} board)", field="mode")
     if plot:
         from jetfleet.research.pagoda.plots import plot_rooflines, workload_rows
 

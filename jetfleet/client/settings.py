@@ -59,16 +59,15 @@ def read_config(path: Path, *, required: bool = False) -> dict[str, str]:
     """The settings a config file holds ({} if it does not exist, unless ``required``). InvalidArgument naming the
     file and the key for a file that is not TOML, an unknown key or a value that is not a string."""
     from jetfleet.shared.compat import toml_reader
+    from jetfleet.shared.files import read_bounded
 
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise InvalidArgument(f"config file {path}: larger than {MAX_CONFIG_BYTES} bytes", field="config")
-        data = toml_reader.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         if required:
-            raise InvalidArgument(f"config file {path} does not exist (${CONFIG_ENV} names it)", field="config") from None
+            raise InvalidArgument(f"config file {path} does not exist (${CONFIG_ENV} names it)", field="config")
         return {}
-    except (OSError, UnicodeDecodeError) as e:
+    try:
+        data = toml_reader.loads(read_bounded(str(path), "config file", MAX_CONFIG_BYTES, field="config").decode("utf-8"))
+    except UnicodeDecodeError as e:
         raise InvalidArgument(f"config file {path}: cannot read it ({e})", field="config") from None
     except toml_reader.TOMLDecodeError as e:
         raise InvalidArgument(f"config file {path} is not valid TOML: {e}", field="config") from None

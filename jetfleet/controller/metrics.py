@@ -57,14 +57,20 @@ class ControllerMetrics:
                                    "minibatch, predicted and observed", ["device", "source"], registry=r)
         self.decision_power = Gauge("jetfleet_decision_power_watts", "Last applied decision per board: power, "
                                     "predicted and observed", ["device", "source"], registry=r)
-        self.decision_error = Gauge("jetfleet_decision_error_ratio", "Last applied decision: predicted / observed",
-                                    ["device", "quantity"], registry=r)
+        # one quantity per metric (Prometheus's naming rule: a sum or mean over a metric's labels means something)
+        self.decision_time_error = Gauge("jetfleet_decision_time_error_ratio", "Last applied decision per board: "
+                                         "predicted / observed time per minibatch", ["device"], registry=r)
+        self.decision_power_error = Gauge("jetfleet_decision_power_error_ratio", "Last applied decision per board: "
+                                          "predicted / observed power", ["device"], registry=r)
         self.jobs = Gauge("jetfleet_jobs", "Training jobs by state", ["state"], registry=r)
         self.job_progress = Gauge("jetfleet_job_progress_ratio", "Share of a job's minibatches done",
                                   ["job_id", "workload"], registry=r)
-        self.job_power = Gauge("jetfleet_job_power_watts", "A running job's power: its last full window (observed), "
-                               "its budget, and the choice's calibrated upper bound", ["job_id", "device", "quantity"],
-                               registry=r)
+        self.job_power = Gauge("jetfleet_job_power_watts", "A running job's observed power: the board's mean over its "
+                               "last full window", ["job_id", "device"], registry=r)
+        self.job_budget = Gauge("jetfleet_job_power_budget_watts", "A running job's power budget", ["job_id", "device"],
+                                registry=r)
+        self.job_power_upper = Gauge("jetfleet_job_predicted_power_upper_watts", "A running job's chosen mode: the "
+                                     "calibrated upper bound of its predicted power", ["job_id", "device"], registry=r)
         self.job_last_progress = Gauge("jetfleet_job_last_progress_timestamp_seconds", "An active job (not queued, not "
                                        "ended): when it last moved on (a stage, a profiled mode, a minibatch report; "
                                        "Unix time), by its stage", ["job_id", "workload", "stage"], registry=r)
@@ -82,7 +88,8 @@ class ControllerMetrics:
     def board_forgotten(self, device_id: str) -> None:
         """A board was forgotten: every series naming it goes."""
         self.telemetry.forget(device_id)
-        for metric in (self.board_online, self.decision_time, self.decision_power, self.decision_error):
+        for metric in (self.board_online, self.decision_time, self.decision_power, self.decision_time_error,
+                       self.decision_power_error):
             _remove_matching(metric, device=device_id)
 
     def job_moved(self, job_id: str, workload: str, stage: str, t_s: float) -> None:
@@ -99,7 +106,25 @@ class ControllerMetrics:
 
     def drop_job_power(self, job_id: str) -> None:
         """Remove a job's power series (it ended, or moved to another board)."""
-        _remove_matching(self.job_power, job_id=job_id)
+        for metric in (self.job_power, self.job_budget, self.job_power_upper):
+            _remove_matching(metric, job_id=job_id)
+
+    def job_power_now(self, job_id: str, device: str, *, observed_w: float | None, budget_w: float | None,
+                      upper_w: float | None) -> None:
+        """A running job's power on ``device``: observed (its last full window), its budget and the predicted upper
+        bound of its mode, each where it has one."""
+        for metric, value in ((self.job_power, observed_w), (self.job_budget, budget_w), (self.job_power_upper, upper_w)):
+            if value is not None:
+                metric.labels(job_id, device).set(value)
+
+    def job_ended(self, job_id: str) -> None:
+        """A job reached a terminal state (done, failed, cancelled): every series naming it goes — its progress,
+        power, progress timestamp and inference streams — so an ended job stops being exported (dashboards show
+        its history from Prometheus's storage)."""
+        for metric in (self.job_progress, self.job_last_progress):
+            _remove_matching(metric, job_id=job_id)
+        self.drop_job_power(job_id)
+        self.inference.forget(job_id)
 
 
 def _remove(metric: Gauge | Counter, *labels: str) -> None:
@@ -186,8 +211,8 @@ class TelemetrySeries(Collector):
 class InferenceCollector(Collector):
     """Jobs' inference streams (issue 15): ``jetfleet_inference_latency_seconds`` (a histogram of request latency
     by job and board, from the latency buckets each progress report carries) and
-    ``jetfleet_inference_requests_total`` (served, late, dropped). Cumulative over a job's life: they stay after
-    it ends, like any counter."""
+    ``jetfleet_inference_requests_total`` (served, late, dropped). Cumulative over a job's life; they go when it
+    ends (``forget``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -207,6 +232,14 @@ class InferenceCollector(Collector):
         with self._lock:
             key = (job_id, device, outcome)
             self._requests[key] = self._requests.get(key, 0) + max(0, int(n))
+
+    def forget(self, job_id: str) -> None:
+        """Drop an ended job's series."""
+        with self._lock:
+            for key in [k for k in self._hist if k[0] == job_id]:
+                del self._hist[key]
+            for rkey in [k for k in self._requests if k[0] == job_id]:
+                del self._requests[rkey]
 
     def collect(self) -> Iterator[Metric]:
         """The two families."""

@@ -20,7 +20,7 @@ import hashlib
 import io
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from jetfleet.controller.store import ProfileRecord
@@ -173,6 +173,21 @@ def to_records(rows: list[Row], catalog_of: Callable[[str], Catalog | None],
     if errors:
         raise InvalidArgument("; ".join(errors) + " (nothing was imported)", field="csv")
     return records, new
+
+
+def fingerprint(r: ProfileRecord) -> tuple[str, ...]:
+    """An observation as an export writes it (time and power to 6 significant digits, the time to the
+    millisecond): the same row exported and imported again has the same fingerprint, whatever its source."""
+    return (r.board_model, r.workload, r.mode, f"{r.minibatch_time_ms:.6g}", f"{r.power_w:.6g}", r.device_id,
+            f"{r.observed_at:.3f}")
+
+
+def not_stored(records: list[ProfileRecord], stored: Iterable[ProfileRecord]) -> list[ProfileRecord]:
+    """The records whose observation is not among ``stored`` already (under any source: a campaign's rows exported
+    and imported again are the rows the campaign stored). Rows without their own time (``observed_at`` taken at
+    import) cannot be told apart this way; the import's digest source recognises those."""
+    seen = {fingerprint(r) for r in stored}
+    return [r for r in records if fingerprint(r) not in seen]
 
 
 def cell(text: str) -> str:

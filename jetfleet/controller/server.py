@@ -15,7 +15,7 @@ import grpc
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.config import ControllerConfig
-from jetfleet.controller.fleet.caps import FleetCaps
+from jetfleet.controller.fleet.caps import GROUP_LABEL, FleetCaps
 from jetfleet.controller.fleet.queue import FleetQueue
 from jetfleet.controller.health import HealthAndReflection
 from jetfleet.controller.jobs import JobManager, JobsConfig
@@ -33,7 +33,7 @@ from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, Unavaila
 from jetfleet.shared.metrics_http import MetricsHttpConfig, MetricsServer
 from jetfleet.shared.netutil import is_loopback
 from jetfleet.shared.proto import agent_pb2_grpc, operator_pb2_grpc
-from jetfleet.shared.sd import sd_groups
+from jetfleet.shared.sd import SdAgent, sd_groups
 from jetfleet.shared.tls import TlsFiles
 
 log = logging.getLogger(__name__)
@@ -170,8 +170,9 @@ class Controller:
 
     def _sd_agents(self) -> tuple[str, bytes]:
         """Prometheus http_sd: the online agents' metrics endpoints, read on the event loop (called by HTTP threads)."""
-        async def snapshot() -> list[tuple[str, str]]:
-            return [(d.record.model, d.metrics_address) for d in self.registry.list() if d.online]
+        async def snapshot() -> list[SdAgent]:
+            return [SdAgent(d.record.device_id, d.record.model, self.fleet.labels(d.record.device_id).get(GROUP_LABEL, ""),
+                            d.metrics_address) for d in self.registry.list() if d.online]
 
         loop = self._loop
         assert loop is not None

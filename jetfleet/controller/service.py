@@ -227,10 +227,18 @@ class OperatorService:
         records, new = await asyncio.to_thread(profiles_csv.to_records, rows, self._catalog_of)
         _, new_workloads = await asyncio.to_thread(self._check_new_names, rows, label, list(allow_new or []),
                                                    allow_any_new)
-        added = await asyncio.to_thread(self.registry.store.import_profiles, records,
+        fresh = await asyncio.to_thread(self._not_stored, records)
+        added = await asyncio.to_thread(self.registry.store.import_profiles, fresh,
                                         {m: c.to_dict() for m, c in new.items()})
         return operator_pb2.ImportProfilesResponse(rows=added, source=records[0].source, already_stored=len(records) - added,
                                                    new_board_models=sorted(new), new_workloads=new_workloads)
+
+    def _not_stored(self, records: list[ProfileRecord]) -> list[ProfileRecord]:
+        """The records not stored already under any source (an exported campaign imported back adds nothing)."""
+        store = self.registry.store
+        pairs = sorted({(r.board_model, r.workload) for r in records})
+        stored = [s for m, w in pairs for s in store.query_profiles(board_model=m, workload=w)]
+        return profiles_csv.not_stored(records, stored)
 
     async def import_stream(self, chunks: AsyncIterator[operator_pb2.ProfilesChunk]) -> operator_pb2.ImportProfilesResponse:
         """Import a profile CSV sent in chunks (no message limit; at most MAX_IMPORT_BYTES in all)."""

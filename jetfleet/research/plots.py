@@ -7,6 +7,23 @@ from typing import Any
 
 import numpy as np
 
+from jetfleet.shared.errors import FailedPrecondition
+
+PLOT_EXTRA = "pip install 'jetfleet[plot]'"
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend; FailedPrecondition naming the ``plot`` extra where
+    matplotlib is not installed (only plots need it, so no other extra pulls it in)."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise FailedPrecondition(f"plots need matplotlib, which is not installed: {PLOT_EXTRA}", field="plot") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 def time_ticks(ax: Any, lo_ms: float, hi_ms: float) -> None:
     """Tick labels on a log time axis that never overlap, whatever its range: plain numbers (``50``, ``200``, not
@@ -29,11 +46,7 @@ def time_ticks(ax: Any, lo_ms: float, hi_ms: float) -> None:
 def front_figure(rows: list[dict[str, Any]], title: str) -> Any:
     """Every mode as a grey point and the Pareto front as a red line, time (log) against power: a matplotlib figure
     (the caller saves and closes it)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.2))
     t = np.array([r["time_ms"] for r in rows])
     p = np.array([r["power_w"] for r in rows])
@@ -54,8 +67,7 @@ def front_figure(rows: list[dict[str, Any]], title: str) -> Any:
 
 def plot_front(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     """``front_figure`` as a PNG at ``path``."""
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig = front_figure(rows, title)
     fig.savefig(path, dpi=120)
     plt.close(fig)

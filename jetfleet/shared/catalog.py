@@ -62,6 +62,16 @@ class Rail:
     in_total: bool
 
 
+def _short(name: str) -> str:
+    """A lower-case preset name without NVIDIA's ``mode_`` prefix: ``mode_30w`` -> ``30w``."""
+    return name[len("mode_"):] if name.startswith("mode_") else name
+
+
+def _builtin_aliases(model: str) -> Mapping[str, str]:
+    cat = builtin_catalogs().get(model)
+    return cat.preset_aliases if cat is not None else {}
+
+
 def _nearest(values: Sequence[float], x: float, n: int = 2) -> list[float]:
     return sorted(sorted(values, key=lambda v: (abs(v - x), v))[:n])
 
@@ -82,6 +92,9 @@ class Catalog:
     device_tree_match: tuple[str, ...] = ()
     twin: Mapping[str, Any] = field(default_factory=dict)
     max_power_w: float = DEFAULT_MAX_POWER_W   # physically possible board power ([limits] in the TOML file)
+    # other names operators use for a preset ([preset_aliases] in the TOML file: nano's 10W is its MAXN); a
+    # catalog from the wire finds its board model's here through builtin_catalogs()
+    preset_aliases: Mapping[str, str] = field(default_factory=dict)
 
     # --- knobs -------------------------------------------------------------------------------
     def knob_values(self, knob: str) -> tuple[float, ...]:
@@ -121,15 +134,36 @@ class Catalog:
         raise AssertionError(knob)
 
     def preset_named(self, text: str) -> str | None:
-        """The catalog's spelling of the preset ``text`` names (case-insensitive), or None if it names none."""
+        """The catalog's one name for the preset ``text`` names, or None if it names none. Case-insensitive, and
+        NVIDIA's spellings are interchangeable: ``30w``, ``30W``, ``MODE_30W`` all name AGX Orin's ``MODE_30W``
+        and Orin Nano's ``15W`` answers to ``MODE_15W`` (the prefix ``MODE_`` is optional where it is unique);
+        a board model's aliases (``10W`` for the Nano's ``MAXN``); ``MAXN`` names the preset that is the board's
+        maximum where the board calls it otherwise (Orin Nano's ``15W``)."""
         text = text.strip().lower()
-        return next((name for name in self.presets if name.lower() == text), None)
+        if "/" in text:
+            return None   # CORES/CPU/GPU/MEM, never a name
+        exact = next((name for name in self.presets if name.lower() == text), None)
+        if exact is not None:
+            return exact
+        short = _short(text)
+        same = [name for name in self.presets if _short(name.lower()) == short]
+        if len(same) == 1:
+            return same[0]
+        aliases = self.preset_aliases or _builtin_aliases(self.model)
+        target = next((t for a, t in aliases.items() if a.lower() == text), None)
+        if target in self.presets:
+            return target
+        if text == "maxn":
+            return self.preset_name(self.maxn)
+        return None
 
     def parse_mode(self, text: str) -> PowerMode:
         """Parse ``CORES/CPU/GPU/MEM`` (MHz) or a preset name (case-insensitive)."""
         name = self.preset_named(text)
         if name is not None:
             return self.presets[name]
+        if text.strip().lower() == "maxn":
+            return self.maxn   # every knob at its maximum (a board whose presets name none of them so)
         text = text.strip()
         parts = text.split("/")
         if len(parts) != 4:
@@ -297,7 +331,16 @@ def _load(text: str) -> Catalog:
     return Catalog(**{**cat.__dict__, "grid_specs": grids,
                       "device_tree_match": tuple(data.get("device_tree_match", ())),
                       "twin": data.get("twin", {}),
-                      "max_power_w": float(data.get("limits", {}).get("max_power_w", DEFAULT_MAX_POWER_W))})
+                      "max_power_w": float(data.get("limits", {}).get("max_power_w", DEFAULT_MAX_POWER_W)),
+                      "preset_aliases": _aliases(data, cat)})
+
+
+def _aliases(data: Mapping[str, Any], cat: Catalog) -> dict[str, str]:
+    aliases = {str(k): str(v) for k, v in data.get("preset_aliases", {}).items()}
+    for alias, target in aliases.items():
+        if target not in cat.presets or alias.lower() in (n.lower() for n in cat.presets):
+            raise ValueError(f"{cat.model}: preset alias {alias} must name a preset ({target}) and not be one")
+    return aliases
 
 
 @lru_cache(maxsize=None)

@@ -104,10 +104,10 @@ def check_arrival_rate(rate: float, field: str = "arrival_rate") -> float:
 
 
 def check_latency_budget(budget_s: float, field: str = "latency_budget") -> float:
-    """A latency budget in seconds: > 0 and at most an hour."""
-    if not isinstance(budget_s, (int, float)) or isinstance(budget_s, bool) or not 0 < budget_s <= 3600:
-        raise InvalidArgument(f"{field}={budget_s!r} s is out of range; allowed > 0 and <= 3600 s", field=field)
-    return float(budget_s)
+    """A latency budget in seconds: > 0 and at most an hour (shared.quantity's limit, the CLI's too)."""
+    from jetfleet.shared.quantity import MAX_LATENCY_S, check_range
+
+    return check_range(budget_s, MAX_LATENCY_S, field, "s")
 
 
 def poisson_arrivals(rate: float, duration_s: float, seed: int = 0) -> np.ndarray:

@@ -78,6 +78,10 @@ class StoreUnavailable(Unavailable):
     Operators see UNAVAILABLE "store unavailable"; campaigns keep their results and retry with backoff."""
 
 
+class StoreDamaged(FailedPrecondition):
+    """The store's data is damaged (a corrupted SQLite file): nothing may run on it until it is recovered."""
+
+
 class Cancelled(JetfleetError):
     """A command stopped by a cancel command (a profile or a training run); gRPC's CANCELLED."""
 

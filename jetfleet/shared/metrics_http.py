@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 Route = Callable[[], Tuple[str, bytes]]   # () -> (content type, body)
 HANDSHAKE_TIMEOUT_S = 10.0
+MAX_AUTH_FILE_BYTES = 4096   # one line USER:PASSWORD
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,13 @@ class MetricsHttpConfig:
         """(user, password) from the auth file, or None without one; InvalidArgument if it is malformed."""
         if not self.auth_file:
             return None
-        text = Path(self.auth_file).read_text().strip()
+        from jetfleet.shared.files import read_bounded
+
+        raw = read_bounded(self.auth_file, "metrics auth file", MAX_AUTH_FILE_BYTES, field="metrics_auth_file")
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            text = ""
         user, sep, password = text.partition(":")
         if not sep or not user or not password or "\n" in text:
             raise InvalidArgument(f"metrics auth file {self.auth_file} must hold one line USER:PASSWORD",

@@ -33,8 +33,16 @@ class TlsFiles:
         for p in (self.ca, self.cert, self.key):
             if p is not None and not p.is_file():
                 raise NotFound(f"TLS file {p} does not exist", field="tls")
-        return (self.ca.read_bytes(), self.cert.read_bytes() if self.cert else None,
-                self.key.read_bytes() if self.key else None)
+        return (_pem(self.ca), _pem(self.cert) if self.cert else None, _pem(self.key) if self.key else None)
+
+
+MAX_PEM_BYTES = 1 << 20   # a certificate chain or a key: kilobytes
+
+
+def _pem(path: Path) -> bytes:
+    from jetfleet.shared.files import read_bounded
+
+    return read_bounded(str(path), "TLS file", MAX_PEM_BYTES, field="tls")
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
@@ -50,6 +58,13 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, path)
+
+
+def private_dir(directory: Path) -> None:
+    """Create ``directory`` (and its parents) and make it 0700 whatever the umask: it holds private keys (the CA's
+    among them), so no other user may list or open it, even where a key file's own mode were wrong."""
+    directory.mkdir(parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -82,7 +97,7 @@ def init_ca(directory: Path, name: str = "jetfleet lab CA", days: int = 3650, fo
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dir(directory)
     crt, key_path = directory / f"{CA_NAME}.crt", directory / f"{CA_NAME}.key"
     if crt.exists() and not force:
         raise AlreadyExists(f"{crt} exists; a new CA would invalidate every certificate (use --force)", field="dir")
@@ -121,6 +136,7 @@ def issue(directory: Path, role: str, name: str, *, sans: list[str] | None = Non
     ca_crt, ca_key = directory / f"{CA_NAME}.crt", directory / f"{CA_NAME}.key"
     if not ca_crt.exists() or not ca_key.exists():
         raise NotFound(f"no CA in {directory}: run `jetfleet certs init --dir {directory}` first", field="dir")
+    private_dir(directory)   # one made by an earlier release under a lax umask is closed here too
     existing = directory / f"{name}.crt"
     if existing.exists() and role_of(existing) != role:
         raise AlreadyExists(f"{existing} is a {role_of(existing) or 'foreign'} certificate; a {role} certificate "

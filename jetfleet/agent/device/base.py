@@ -123,11 +123,12 @@ class Device(abc.ABC):
         catalog = self.describe().catalog
         mode = catalog.validate(mode)
         if preset:
-            if catalog.presets.get(preset) != mode:
+            named = catalog.preset_named(preset)   # the board's own name for it (30W is AGX Orin's MODE_30W)
+            if named is None or catalog.presets[named] != mode:
                 names = ", ".join(sorted(catalog.presets)) or "none"
                 raise InvalidArgument(f"preset {preset!r} is not {mode} on this {catalog.model} (its presets: {names})",
                                       field="preset")
-            self._write_preset(preset, mode)
+            self._write_preset(named, mode)
         else:
             self._write_mode(mode)
         confirmed = self.read_mode()

@@ -7,6 +7,7 @@ readings (jetson-stats 4.x attribute layout)."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Callable, Mapping
 
@@ -55,6 +56,26 @@ def sample_from_jtop(catalog: Catalog, jetson: Any, t_s: float, mem_mhz: float =
         gpu_util=float(gpu.get("status", {}).get("load", 0.0)) / 100.0)
 
 
+_MISMATCH = re.compile(r"service: \[([^\]]*)\] and client: \[([^\]]*)\]")
+
+
+def start_error(e: Exception) -> DeviceError:
+    """Why the jtop client could not start, and what to do. jetson-stats refuses a client whose version differs
+    from its root service's (``Mismatch version jtop service: [4.2.7] and client: [4.3.1]``): the agent's venv
+    and the system-wide service each have their own copy, so the two drift apart on an upgrade."""
+    m = _MISMATCH.search(str(e))
+    if m:
+        service, client = m.groups()
+        return DeviceError(f"jetson-stats {client} in the agent's environment does not match the board's jtop service "
+                           f"{service}, and jtop refuses to mix them: install the service's version beside the agent "
+                           f"(VENV/bin/pip install 'jetson-stats=={service}'), or move the service to {client} (sudo "
+                           f"pip3 install 'jetson-stats=={client}' && sudo systemctl restart jtop.service); or run "
+                           "with --telemetry sysfs", field="telemetry")
+    return DeviceError(f"the jtop service did not answer ({type(e).__name__}: {str(e)[:200]}): is jetson-stats "
+                       "installed system-wide and jtop.service running (sudo systemctl status jtop)? Or run with "
+                       "--telemetry sysfs", field="telemetry")
+
+
 class JtopTelemetry(TelemetrySource):
     """Samples through a running jtop service; its interval is clamped to >= 0.5 s."""
 
@@ -66,7 +87,10 @@ class JtopTelemetry(TelemetrySource):
         self.interval_s = max(MIN_INTERVAL_S, interval_s)
         self._mem_mhz = mem_mhz
         self._jetson = factory(self.interval_s)
-        self._jetson.start()
+        try:
+            self._jetson.start()
+        except Exception as e:  # noqa: BLE001 - jetson-stats raises its own JtopException (not importable here)
+            raise start_error(e) from None
 
     def sample(self) -> TelemetrySample:
         """jtop's latest reading; DeviceError if its service stopped answering."""

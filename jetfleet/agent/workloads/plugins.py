@@ -7,7 +7,9 @@ spec (name, input, the data pipeline's CPU cost per sample), a model builder and
 loss. Its cost per minibatch (FLOPs, bytes, kernels by arithmetic intensity) is measured from its
 model on PyTorch's meta device exactly as the built-ins' are (``characterise.py``), so the twin
 emulates it from first principles too. A plugin that fails to import or to characterise is
-reported in the agent's hello as broken, with why, and not offered; the agent still starts.
+reported in the agent's hello as broken, with why, and not offered; the agent still starts. Each plugin is
+loaded in a step of its own with a time limit (``PLUGIN_LOAD_TIMEOUT_S``): one that calls ``sys.exit`` while it
+loads, raises anything at all, or never finishes (a sleep or a network call at import) is broken, not fatal.
 
     # pyproject.toml of a plugin package (examples/jetfleet-workload-example)
     [project.entry-points."jetfleet.workloads"]
@@ -16,8 +18,10 @@ reported in the agent's hello as broken, with why, and not offered; the agent st
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -27,6 +31,7 @@ from jetfleet.shared.workloads import WORKLOADS, WorkloadRegistry, WorkloadSpec
 log = logging.getLogger(__name__)
 GROUP = "jetfleet.workloads"
 MAX_REASON = 300
+PLUGIN_LOAD_TIMEOUT_S = 60.0   # importing, building and characterising one plugin (torch's import takes seconds)
 
 
 @dataclass(frozen=True)
@@ -57,26 +62,47 @@ def entry_points(group: str = GROUP) -> list[Any]:
     return list(metadata.entry_points().get(group, []))  # type: ignore[attr-defined, unused-ignore]
 
 
-def load_workloads(points: Iterable[Any] | None = None) -> AgentWorkloads:
-    """The built-ins plus every plugin that loads and characterises; the others as broken (name -> why).
-    torch is imported only when a plugin is installed."""
+class PluginLoadTimeout(Exception):
+    """A plugin did not finish loading within its time limit."""
+
+
+def _guarded(step: Callable[[], Any], timeout_s: float, name: str) -> Any:
+    """``step()`` in a thread of its own, waited for at most ``timeout_s``: its result, or its error re-raised
+    (``SystemExit`` turned into an error naming the exit code). A step still running after the limit is left to
+    itself in that daemon thread (Python cannot stop it) and PluginLoadTimeout raised."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = step()
+        except SystemExit as e:   # sys.exit() in a plugin's import must not end the agent
+            box["error"] = RuntimeError(f"it called sys.exit({e.code!r}) while loading")
+        except BaseException as e:  # noqa: BLE001 - whatever a plugin raises, it is the plugin's fault
+            box["error"] = e if isinstance(e, Exception) else RuntimeError(f"{type(e).__name__}: {e}")
+
+    t = threading.Thread(target=run, name=f"plugin-{name}", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise PluginLoadTimeout(f"it did not finish loading within {timeout_s:g} s (a sleep or a blocking call at "
+                                "import?); the agent started without it")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def load_workloads(points: Iterable[Any] | None = None, timeout_s: float = PLUGIN_LOAD_TIMEOUT_S) -> AgentWorkloads:
+    """The built-ins plus every plugin that loads and characterises within ``timeout_s``; the others as broken
+    (name -> why). torch is imported only when a plugin is installed."""
     registry = WorkloadRegistry.builtin()
     plugins: dict[str, WorkloadPlugin] = {}
     for ep in entry_points() if points is None else points:
         name = str(ep.name)
         try:
-            obj = ep.load()
-            plugin = obj if isinstance(obj, WorkloadPlugin) else obj()
-            if not isinstance(plugin, WorkloadPlugin):
-                raise TypeError(f"entry point {ep.value} gave a {type(plugin).__name__}, not a WorkloadPlugin")
-            if plugin.spec.name != name:
-                raise ValueError(f"entry point {name!r} registers a workload named {plugin.spec.name!r}")
             if name in WORKLOADS or name in plugins:
                 raise ValueError(f"workload {name!r} is already registered")
-            from jetfleet.agent.workloads.characterise import characterise, characterise_inference_sizes
-
-            cost = characterise(name, plugin.spec.minibatch_size, plugin)
-            registry = registry.with_plugin(plugin.spec, cost, characterise_inference_sizes(name, plugin))
+            plugin, cost, inference = _guarded(functools.partial(_load_one, ep, name), timeout_s, name)
+            registry = registry.with_plugin(plugin.spec, cost, inference)
             plugins[name] = plugin
             log.info("workload plugin %s loaded from %s", name, ep.value)
         except Exception as e:  # a broken plugin must not stop the agent: report it instead
@@ -84,3 +110,16 @@ def load_workloads(points: Iterable[Any] | None = None) -> AgentWorkloads:
             log.warning("workload plugin %s is broken and not offered: %s", name, why)
             registry = registry.with_broken(name, why)
     return AgentWorkloads(registry, plugins)
+
+
+def _load_one(ep: Any, name: str) -> tuple[WorkloadPlugin, Any, Any]:
+    """Import one entry point, build its plugin and characterise it (the guarded step)."""
+    obj = ep.load()
+    plugin = obj if isinstance(obj, WorkloadPlugin) else obj()
+    if not isinstance(plugin, WorkloadPlugin):
+        raise TypeError(f"entry point {ep.value} gave a {type(plugin).__name__}, not a WorkloadPlugin")
+    if plugin.spec.name != name:
+        raise ValueError(f"entry point {name!r} registers a workload named {plugin.spec.name!r}")
+    from jetfleet.agent.workloads.characterise import characterise, characterise_inference_sizes
+
+    return plugin, characterise(name, plugin.spec.minibatch_size, plugin), characterise_inference_sizes(name, plugin)

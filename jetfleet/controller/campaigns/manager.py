@@ -375,7 +375,8 @@ class CampaignManager:
 
     # --- reporting ---------------------------------------------------------------------------------
     def campaign_pb(self, run: Run) -> operator_pb2.Campaign:
-        """A run as the operator API's Campaign: counts, boards in flight, ETA (-1 if unknown), recent errors."""
+        """A run as the operator API's Campaign: counts, boards in flight, ETA (-1 if unknown, and while the campaign
+        is not running: a paused one ends when it is resumed, not in so many seconds), recent errors."""
         done, failed = run.count("done"), run.count("failed")
         remaining = len(run.modes) - done - failed
         boards = sorted(set(run.in_flight.values()))
@@ -387,6 +388,8 @@ class CampaignManager:
         elif not remaining:
             eta = 0.0
         r = run.rec
+        if remaining and r.status != "running":
+            eta = -1.0
         return operator_pb2.Campaign(waiting=self._waiting(run),
             campaign_id=r.campaign_id, workload=r.workload, target_device=r.target_device, target_model=r.target_model,
             modes=r.modes_spec, minibatches=r.minibatches, status=r.status, total=len(run.modes), done=done,

@@ -15,6 +15,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from jetfleet.shared.errors import InvalidArgument, NotFound
 from jetfleet.shared.proto import operator_pb2
+from jetfleet.shared.quantity import check_cap_w
 
 if TYPE_CHECKING:
     from jetfleet.controller.registry import Registry
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 CAP_KIND, LABEL_KIND = "fleet_cap", "device_labels"
 GROUP_LABEL = "rack"
 LAB = "lab"                    # the lab-wide cap's document id and metric label
-MAX_CAP_W = 1_000_000.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 MAX_LABELS = 16
 
@@ -111,8 +111,7 @@ class FleetCaps:
         """Store a cap after checking it: positive, finite, a group that matches a board, not below idle power."""
         if group and not _NAME.match(group):
             raise InvalidArgument(f"group {group[:64]!r}: letters, digits, '_', '.', '-', at most 63", field="group")
-        if not (math.isfinite(cap_w) and 0 < cap_w <= MAX_CAP_W):
-            raise InvalidArgument(f"cap {cap_w!r} W: expected 0 < watts <= {MAX_CAP_W:g}", field="cap_w")
+        check_cap_w(cap_w)
         members = self.members(group)
         if group and not members:
             raise InvalidArgument(f"group {group!r} matches no board: label boards with "
@@ -184,6 +183,12 @@ class FleetCaps:
             power.add_metric([c.group or LAB], c.power_w)
         yield caps
         yield power
+        # which rack each known board is in, for dashboards to filter the per-board series by (a join on device)
+        racks = GaugeMetricFamily("jetfleet_board_rack_info", "1 for every known board, labelled with its rack (the "
+                                  "label rack=GROUP; empty: none)", labels=["device", "rack"])
+        for dev in list(self.registry.devices):
+            racks.add_metric([dev, self._labels.get(dev, {}).get(GROUP_LABEL, "")], 1.0)
+        yield racks
 
     def describe(self) -> list[GaugeMetricFamily]:
         """Nothing up front: the registry collects at each scrape."""

@@ -161,17 +161,21 @@ class JobManager:
                 self._stage_gauge(r)
             return
         self._stage_gauge(rec)
+        if rec.state in TERMINAL:   # an ended job's series go (metrics.job_ended)
+            self._power_device.pop(rec.job_id, None)
+            self.metrics.job_ended(rec.job_id)
+            return
         self.metrics.job_progress.labels(rec.job_id, rec.workload).set(rec.minibatches_done / max(1, rec.minibatches))
-        device = rec.device_id if rec.state not in TERMINAL else ""
+        device = rec.device_id
         if self._power_device.get(rec.job_id, device) != device:   # moved to another board: the old one's go
             self.metrics.drop_job_power(rec.job_id)
         self._power_device[rec.job_id] = device
-        if device and rec.observed is not None:
-            self.metrics.job_power.labels(rec.job_id, device, "observed").set(rec.observed.power_w)
-        if device and rec.goal == "power":
-            self.metrics.job_power.labels(rec.job_id, device, "budget").set(rec.power_budget_w)
-            if rec.choice is not None:
-                self.metrics.job_power.labels(rec.job_id, device, "predicted_upper").set(rec.choice.power_hi_w)
+        if device:
+            power = rec.goal == "power"
+            self.metrics.job_power_now(rec.job_id, device,
+                                       observed_w=rec.observed.power_w if rec.observed is not None else None,
+                                       budget_w=rec.power_budget_w if power else None,
+                                       upper_w=rec.choice.power_hi_w if power and rec.choice is not None else None)
 
     def _stage_gauge(self, rec: JobRecord) -> None:
         """When an active job last moved on (what the stalled-job alert reads): a new stage, a new detail (the

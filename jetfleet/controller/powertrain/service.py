@@ -263,11 +263,13 @@ class ModelService:
                                 observed_t, observed_p, self.registry.wall(), power_samples=len(power_w),
                                 steady_state_found=prof.profile.steady_state_found)
             await asyncio.to_thread(self.store.import_profiles, [rec], {})
-        for what, gauge, pred, obs in (("time", self.metrics.decision_time, c.time_ms / 1e3, observed_t / 1e3),
-                                       ("power", self.metrics.decision_power, c.power_w, observed_p)):
+        for gauge, error, pred, obs in ((self.metrics.decision_time, self.metrics.decision_time_error, c.time_ms / 1e3,
+                                         observed_t / 1e3),
+                                        (self.metrics.decision_power, self.metrics.decision_power_error, c.power_w,
+                                         observed_p)):
             gauge.labels(device, "predicted").set(pred)
             gauge.labels(device, "observed").set(obs)
-            self.metrics.decision_error.labels(device, what).set(pred / obs if obs else float("nan"))
+            error.labels(device).set(pred / obs if obs else float("nan"))
         return operator_pb2.Applied(device_id=device, confirmed=mode_to_pb(confirmed), observed_time_ms=observed_t,
                                     observed_power_w=observed_p, time_error_pct=t_err, power_error_pct=p_err,
                                     decision_id=decision_id, goal_missed=missed, note=note)

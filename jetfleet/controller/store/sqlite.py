@@ -24,7 +24,7 @@ from jetfleet.controller.store.base import (
 )
 from jetfleet.controller.store.jobs_sqlite import JOBS_SCHEMA, SqliteJobs
 from jetfleet.controller.store.raw import raw_from_column
-from jetfleet.shared.errors import AlreadyExists, StoreUnavailable
+from jetfleet.shared.errors import AlreadyExists, StoreDamaged, StoreUnavailable
 
 ROOFLINES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooflines (
@@ -78,10 +78,33 @@ class SqliteStore(SqliteJobs, Store):
         except (OSError, sqlite3.Error) as e:
             raise StoreUnavailable(f"store unavailable: cannot open {self.path}: {e}", field="store") from None
         self._lock = threading.Lock()
-        with self._locked():
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(SCHEMA + JOBS_SCHEMA + ROOFLINES_SCHEMA)
+        try:
+            with self._locked():
+                self._check_integrity()
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.executescript(SCHEMA + JOBS_SCHEMA + ROOFLINES_SCHEMA)
+        except sqlite3.DatabaseError as e:   # not a database at all: "file is not a database"
+            self._db.close()
+            raise self._damaged(str(e)) from None
+        except StoreDamaged:
+            self._db.close()
+            raise
+
+    def _check_integrity(self) -> None:
+        """SQLite's quick_check over the whole file (every page and row, not the indexes' contents), before the
+        controller serves anything from it: a damaged file would otherwise start "listening" and answer every call
+        with an internal error. StoreDamaged naming the file and what to do."""
+        problems = [r[0] for r in self._db.execute("PRAGMA quick_check(5)").fetchall()]
+        if problems != ["ok"]:
+            raise self._damaged("; ".join(str(p) for p in problems))
+
+    def _damaged(self, detail: str) -> StoreDamaged:
+        p = self.path
+        return StoreDamaged(f"store {p} is damaged ({detail[:300]}); the controller does not start on it. Stop "
+                            f"everything using it, keep a copy, then recover what it holds (sqlite3 {p} .recover | "
+                            f"sqlite3 {p.parent}/recovered.db, and move recovered.db to {p.name}) or restore a backup",
+                            field="store")
 
     @property
     def url(self) -> str:

@@ -205,10 +205,9 @@ def plot(report: Report, path: str) -> None:
 
 def plot_table(rows: list[dict[str, Any]], path: str) -> None:
     """``plot`` from a report's table (``Report.table()`` or results.json's ``table``)."""
-    import matplotlib
+    from jetfleet.research.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = [r["strategy"] for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))

@@ -17,12 +17,9 @@ MARKERS = "osD^v<>pP*Xh"
 
 
 def _pyplot() -> Any:
-    import matplotlib
+    from jetfleet.research.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _label(mode: dict[str, Any]) -> str:

@@ -35,7 +35,7 @@ SEED = 7
 START_S = 1.7e9            # the emulated boards' clock at the start (board time then runs ahead, accelerated)
 # Published (PUBLISHED.md): Stony Brook's energy-optimal savings vs DVFS, % (Nano: six models, Xavier NX: three).
 # The energy fit from profiles: MAXN and one low preset per board, the five workloads' training profiled in each.
-PROFILE_FIT_MODES = {"agx-orin": "15W", "nano": "5W", "xavier-nx": "MODE_10W_4CORE"}
+PROFILE_FIT_MODES = {"agx-orin": "MODE_15W", "nano": "5W", "xavier-nx": "MODE_10W_4CORE"}
 PROFILE_MINIBATCHES = 30
 STONY_BROOK = {"nano": [13, 19, 15, 9, 17, 17], "xavier-nx": [2, 13, 15]}
 # Published analytical inference cost per batch of 1 (Pagoda's model): GFLOP / MB.
@@ -117,10 +117,9 @@ def _profile_fits(model: str, presets: list[dict[str, Any]]) -> list[dict[str, A
 
 def _profile_fit_plot(rows: list[dict[str, Any]], path: Path) -> None:
     """Predicted against profiled energy per minibatch, both fits, one panel per board (log-log, y = x dotted)."""
-    import matplotlib
+    from jetfleet.research.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(BOARDS), figsize=(11.5, 3.9))
     for ax, model in zip(axes, BOARDS):
@@ -149,10 +148,9 @@ def _profile_fit_plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 def _sweep_plot(sweeps: dict[str, dict[str, list[tuple[float, Any]]]], path: Path) -> None:
     """Energy per inference along the GPU and the CPU clock (others at MAXN), normalised to MAXN, per board."""
-    import matplotlib
+    from jetfleet.research.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharey=True)
     for ax, knob, label in ((axes[0], "gpu_mhz", "GPU clock (MHz)"), (axes[1], "cpu_mhz", "CPU clock (MHz)")):

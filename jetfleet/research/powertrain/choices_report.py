@@ -32,10 +32,9 @@ BUDGETS = {"agx-orin": list(range(17, 51)), "agx-xavier": list(range(10, 36))}
 
 
 def _plot_k(path: Path, ks: list[int], by_k: dict[str, dict[str, dict[int, tuple[float, float]]]]) -> None:
-    import matplotlib
+    from jetfleet.research.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for ax, q in zip(axes, (0, 1), strict=True):

@@ -50,10 +50,9 @@ def _fmt(s: TransferScore) -> tuple[str, str]:
 
 
 def _plot_k(path: Path, ks: list[int], results: dict[str, dict[int, TransferScore]]) -> None:
-    import matplotlib
+    from jetfleet.research.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for ax, q in zip(axes, ("time", "power"), strict=True):
