@@ -45,6 +45,11 @@ def job_text(d: dict[str, Any]) -> str:
                      f"(<= {c['predicted_time_ms_hi']:.1f}), {c['predicted_power_w']:.2f} W (<= "
                      f"{c['predicted_power_w_hi']:.2f} at {c['confidence']:.0%})" + (" AT RISK" if c["at_risk"] else "")
                      + f"; model {d['model_id']}" + ("" if d.get("covered", True) else " (OUTSIDE its coverage)"))
+    for cf in d.get("confirms", []):
+        lines.append(f"  confirming: {cf['mode']} measured {cf['power_w']:.2f} W (bound {cf['predicted_power_w_hi']:.2f})"
+                     f", {cf['time_ms']:.1f} ms" + (" — over the budget" if cf["over"] else ""))
+    if d.get("choice_note"):
+        lines.append(f"  choice: {d['choice_note']}")
     if d["observed"]:
         o = d["observed"]
         budget = d["power_budget_w"]
@@ -98,6 +103,9 @@ def job_group() -> None:
 @click.option("--strategy", default="", help="which modes: balanced (default), active, random, spread")
 @click.option("--confidence", default=0.0, type=float, help="of the upper bound the choice must keep (default 0.9)")
 @click.option("--max-steps", default=0, type=click.IntRange(0), help="closed-loop steps (default 3)")
+@click.option("--confirm-profiles", default=0, type=click.IntRange(0),
+              help="a power budget's choice: modes measured on the board before committing (default 3)")
+@click.option("--no-confirm", is_flag=True, help="commit to the model's choice without measuring it first")
 @click.option("--window", "window_s", default=0.0, type=float, help="board seconds per power check (default 10)")
 @click.option("--request-id", default="", help="a retried submit with this id returns the same job")
 @click.option("--with-inference", "inference_workload", default="", shell_complete=complete_workloads,
@@ -116,8 +124,9 @@ def job_group() -> None:
 @handle_errors
 def job_submit(conn: Connection, workload: str, device_id: str, board_model: str, power_budget: str | None,
                deadline: str | None, min_energy: bool, minibatches: int, epochs: int, minibatches_per_epoch: int,
-               profile_modes: int, strategy: str, confidence: float, max_steps: int, window_s: float, request_id: str,
-               inference_workload: str, arrival_rate: float, trace_path: str | None, latency_budget: str | None,
+               profile_modes: int, strategy: str, confidence: float, max_steps: int, confirm_profiles: int,
+               no_confirm: bool, window_s: float, request_id: str, inference_workload: str, arrival_rate: float,
+               trace_path: str | None, latency_budget: str | None,
                inference_batch_size: int, fleet: bool, priority: float, wait: bool, output: str) -> None:
     """Submit a training job; prints its id at once (and, with --wait, its progress and summary). With
     --with-inference it serves that inference stream beside the training, the mode and largest batch chosen to
@@ -148,7 +157,8 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
             profile_modes=profile_modes, strategy=strategy, confidence=confidence, max_steps=max_steps,
             window_s=window_s, request_id=request_id, inference_workload=inference_workload,
             arrival_rate=arrival_rate, arrival_times_s=times, latency_budget_s=budget_s,
-            inference_batch_size=inference_batch_size, fleet=fleet, priority=priority)
+            inference_batch_size=inference_batch_size, fleet=fleet, priority=priority,
+            confirm_profiles=confirm_profiles, no_confirm=no_confirm)
         say(output, f"job {job.job_id} submitted: {job.goal} for {workload} on {job.target} — {job.state}"
             + (f": {job.detail}" if job.detail else "")
             + ("" if wait else f" (follow it: jetfleet job show {job.job_id})"), job_id=job.job_id)

@@ -3,7 +3,8 @@
 queued     wait for an online target board: the job queues for it in the board lease table (``leases.py``)
 profiling  no calibrated model for (board model, workload): profile k modes (``profiling.py``)
 modelling  transfer the best reference to them, with 5-fold calibration; choose by the goal (``goals.py``)
-applying   set the mode on the board it holds, the board confirms it
+applying   a power budget's choice first measured on the board it holds and chosen again (``confirming.py``);
+           set the mode, the board confirms it
 running    one training command per chunk of up to 100,000 minibatches, the goal kept by the closed loop
            (``running.py``)
 done / failed / cancelled, with the verdict of its goal
@@ -21,6 +22,7 @@ import math
 from typing import Any
 
 from jetfleet.controller.jobs import inference as stream_
+from jetfleet.controller.jobs.confirming import Confirmer, needs_confirming, replay
 from jetfleet.controller.jobs.context import JobContext
 from jetfleet.controller.jobs.goals import goal_of, judge
 from jetfleet.controller.jobs.loop import ClosedLoop
@@ -96,6 +98,8 @@ class JobRunner:
                 while rec.minibatches_done < rec.minibatches:
                     device = await self._board()
                     try:
+                        if needs_confirming(rec):
+                            await self._confirm(device)
                         await self._training().on(device)
                     finally:
                         self.ctx.leases.release(device, self.holder)
@@ -151,6 +155,7 @@ class JobRunner:
         pred = await asyncio.to_thread(ctx.cache.get, doc, self.catalog, rec.options.confidence)
         feedback = Feedback(pred)
         index = {str(m): i for i, m in enumerate(pred.modes)}
+        replay(rec, feedback, index)   # what it measured confirming its choice, and the loop learned, before a restart
         for s in rec.steps:   # what the loop had learned before a restart
             if s.from_mode in index:
                 feedback.observe(Observation(index[s.from_mode], s.observed_power_w, s.observed_time_ms),
@@ -167,6 +172,12 @@ class JobRunner:
                                   note=c.coverage_note)
         rec.mode = str(c.mode)
         await self.save()
+
+    async def _confirm(self, device: str) -> None:
+        """Measure the power budget's choice on the board the job holds before committing (``confirming.py``)."""
+        assert self.catalog is not None and self.loop is not None
+        await Confirmer(self.ctx, self.rec, self.catalog, self.loop.feedback, self.loop.index, self.move,
+                        self.save).confirm(device)
 
     def _targets(self) -> list[str]:
         """The boards the job may run on: its device, or the boards of its model that offer its workload."""
@@ -283,7 +294,9 @@ class JobRunner:
         again = trained - rec.minibatches_done
         boards = (f"the boards trained {trained} minibatches for it" + (f" ({again} again after a move)" if again > 0
                                                                         else ""))
+        confirming = (f"; {len(rec.confirms)} mode(s) measured before committing "
+                      f"({sum(c.seconds for c in rec.confirms):.0f} board s)" if rec.confirms else "")
         return (f"{rec.minibatches_done} minibatches in {rec.elapsed_s:.0f} board s, {rec.energy_j / 1e3:.1f} kJ, "
                 f"mean {mean_w:.2f} W; modes: {modes}; {len(rec.steps)} step(s)"
-                + (f" ({undone} undone)" if undone else "") + f"; {boards}"
+                + (f" ({undone} undone)" if undone else "") + f"; {boards}" + confirming
                 + stream_.latency_summary(rec.options, rec.run))

@@ -18,6 +18,7 @@ from jetfleet.controller.jobs.context import JobsConfig
 from jetfleet.controller.jobs.goals import Deadline, Goal, LeastEnergy, PowerBudget
 from jetfleet.controller.jobs.models import JOB_STRATEGIES
 from jetfleet.controller.powertrain.cache import PredictionCache
+from jetfleet.controller.powertrain.confirm import DEFAULT_PROFILES, MAX_PROFILES
 from jetfleet.controller.powertrain.optimize import check_goal
 from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import Registry
@@ -81,6 +82,7 @@ class JobChecks:
         goal: Goal = (PowerBudget(req.power_budget_w) if kind == "power" else
                       Deadline(req.deadline_s, minibatches) if kind == "deadline" else LeastEnergy())
         stream = stream_.check_stream(req) if stream_.has_stream(req) else None
+        opts.confirm_profiles = confirm_profiles(req, kind, stream is not None)
         await asyncio.to_thread(self._feasible, model, req.workload, goal, minibatches, opts)
         if stream is not None:   # the last check: it measures on a board unless this model's latencies are known
             fastest = await stream_.check_against_board(self.registry, self.router, stream, req.device_id, model,
@@ -101,6 +103,9 @@ class JobChecks:
         if req.power_budget_w or req.min_energy:
             raise InvalidArgument("a fleet job's power is the lab cap's: no power budget or energy goal",
                                   field="power_budget_w" if req.power_budget_w else "min_energy")
+        if req.confirm_profiles or req.no_confirm:
+            raise InvalidArgument("a fleet job's modes are the queue's joint choice: no confirm_profiles or no_confirm",
+                                  field="confirm_profiles" if req.confirm_profiles else "no_confirm")
         check_id(req.workload, "workload")
         minibatches = length(req)
         priority = req.priority or 1.0
@@ -131,6 +136,24 @@ class JobChecks:
                                       field="profile_modes")
             return
         goal.choose(self.cache.get(doc, catalog, opts.confidence), minibatches)
+
+
+def confirm_profiles(req: operator_pb2.SubmitJobRequest, kind: str, stream: bool) -> int:
+    """How many modes a job measures on its board before committing (``jobs/confirming.py``): a power budget's
+    choice is confirmed (default 3 profiles) unless ``no_confirm``; other goals, and a job serving an inference
+    stream (its budget holds both; the profiles measure training alone), commit to the model's choice."""
+    if req.no_confirm and req.confirm_profiles:
+        raise InvalidArgument("give confirm_profiles or no_confirm, not both", field="confirm_profiles")
+    if req.confirm_profiles and kind != "power":
+        raise InvalidArgument("confirm_profiles is for a power budget's choice (--power-budget)",
+                              field="confirm_profiles")
+    if req.confirm_profiles and stream:
+        raise InvalidArgument("confirm_profiles measures training alone: not with an inference stream",
+                              field="confirm_profiles")
+    bounded(req.confirm_profiles, 0, MAX_PROFILES, "confirm_profiles")
+    if kind != "power" or stream or req.no_confirm:
+        return 0
+    return int(req.confirm_profiles or DEFAULT_PROFILES)
 
 
 def bounded(value: float, lo: float, hi: float, field: str) -> None:
