@@ -23,7 +23,7 @@ from jetfleet.agent import roofline
 from jetfleet.agent.device.base import Device
 from jetfleet.agent.energy import EnergyMeter
 from jetfleet.agent.metrics import AgentMetrics
-from jetfleet.agent.profiler import ProfileRequest, profile
+from jetfleet.agent.profiler import ProfileRequest, profile, profile_result_pb
 from jetfleet.agent.serving import (
     DEFAULT_LATENCY_WINDOW_S,
     StreamStats,
@@ -35,9 +35,8 @@ from jetfleet.agent.serving import (
 from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_command_id
 from jetfleet.shared.catalog import PowerMode
-from jetfleet.shared.columns import columns_from_samples
 from jetfleet.shared.compat import to_thread
-from jetfleet.shared.convert import mode_from_pb, mode_to_pb, sample_to_pb
+from jetfleet.shared.convert import mode_from_pb, mode_to_pb
 from jetfleet.shared.errors import Cancelled, InvalidArgument, JetfleetError
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.proto import agent_pb2
@@ -206,15 +205,7 @@ class CommandExecutor:
         def run() -> tuple[PowerMode, agent_pb2.ProfileResult]:
             # in the worker thread, the wire message too: a long window holds tens of thousands of samples
             p = profile(self.device, req, observer, ev, self.workloads)
-            out = agent_pb2.ProfileResult(
-                workload=p.workload, mode=mode_to_pb(p.mode), minibatch_times_s=p.minibatch_times_s,
-                steady_state_found=p.steady_state_found, window_start_s=p.window_start_s, window_end_s=p.window_end_s)
-            cols = columns_from_samples(p.power) if columns else None
-            if cols is not None:
-                out.power_columns.CopyFrom(cols)
-            else:
-                out.power.extend([sample_to_pb(s) for s in p.power])
-            return p.mode, out
+            return p.mode, profile_result_pb(p, columns=columns)
 
         try:
             mode, result = await to_thread(run)
