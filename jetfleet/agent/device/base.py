@@ -179,7 +179,7 @@ class Device(abc.ABC):
     def trace_columns(self, t0_s: float, t1_s: float, period_s: float) -> PowerTrace:
         """``trace`` as columns (``jetfleet.agent.trace``); a backend that builds its samples as arrays (the twin)
         gives them without making an object per sample."""
-        from jetfleet.agent.trace import PowerTrace   # it holds TelemetrySample, defined here
+        from jetfleet.agent.trace import PowerTrace  # it holds TelemetrySample, defined here
 
         return PowerTrace.from_samples(self.trace(t0_s, t1_s, period_s))
 
