@@ -77,6 +77,15 @@ class CommandExecutor:
         """The id of a command running now, or '' when idle (reported in heartbeats)."""
         return next(iter(self._running), "")
 
+    @property
+    def in_hand(self) -> tuple[str, ...]:
+        """The ids of the commands received and not answered yet (running, or waiting for the board), in order."""
+        return tuple(self._running)
+
+    def remembered(self, command_id: str) -> agent_pb2.CommandResult | None:
+        """The result of a recent command that ended here, or None."""
+        return self._results.get(command_id)
+
     def check(self, cmd: agent_pb2.Command) -> None:
         """Refuse a malformed command before acknowledging it."""
         check_command_id(cmd.command_id, "command_id")
@@ -151,6 +160,8 @@ class CommandExecutor:
             if kind == "set_mode":
                 out.confirmed_mode.CopyFrom(mode_to_pb(await self._set_mode(cmd.set_mode)))
                 return out
+            if kind == "run_profile":   # cancellable while it waits for the board (a campaign sends the next mode early)
+                self._cancel.setdefault(cmd.command_id, threading.Event())
             async with self._device_lock:
                 if kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
@@ -167,6 +178,9 @@ class CommandExecutor:
             log.exception("command %s failed", cmd.command_id)
             out.ok = False
             out.error.CopyFrom(error_pb(e))
+        finally:
+            if kind == "run_profile":
+                self._cancel.pop(cmd.command_id, None)
         return out
 
     def close(self) -> None:
@@ -197,7 +211,9 @@ class CommandExecutor:
 
     async def _profile(self, cmd: agent_pb2.Command) -> agent_pb2.ProfileResult:
         req = self._profile_request(cmd)
-        ev = self._cancel[cmd.command_id] = threading.Event()
+        ev = self._cancel.setdefault(cmd.command_id, threading.Event())
+        if ev.is_set():   # cancelled while it waited for the board: it never starts
+            raise Cancelled(f"profile {cmd.command_id} cancelled before it started", field="command_id")
         observer = self._observer(req.workload)
 
         columns = self.columns
