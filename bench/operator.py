@@ -92,7 +92,7 @@ def measure(src: Path, label: str, streaming: int, jobs: int, seconds: float, pr
                     ("devices ls", c.list_devices), ("model ls", c.list_models)]
                 if ids:
                     calls.append(("job show", lambda: c.get_job(rng.choice(ids))))
-                for k in range(predicts):
+                for _ in range(predicts):
                     t = time.perf_counter()
                     c.predict(BOARD, WORKLOAD, grid="full")
                     times["model predict"].append(time.perf_counter() - t)
