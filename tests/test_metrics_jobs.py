@@ -59,3 +59,32 @@ def test_a_progress_report_does_not_walk_the_series_of_other_jobs():
     assert walks[0] == 0
     stages = {s["job_id"]: s["stage"] for s in _series(m, "jetfleet_job_last_progress_timestamp_seconds")}
     assert len(stages) == 99 and stages["job-8"] == "profiling" and "job-9" not in stages
+
+
+def test_jobs_by_state_follow_a_job_through_its_moves_while_its_progress_reports_skip_the_count(tmp_path,
+                                                                                                  reference_nets,
+                                                                                                  target_models):
+    from jetfleet.client import OperatorClient
+    from jetfleet.shared.proto import operator_pb2 as op
+
+    from .jobs_lab import install, make_lab
+
+    lab = make_lab(tmp_path, reference_nets)
+    try:
+        install(lab, target_models)
+        registry = lab.lab.controller.metrics.registry
+
+        def by_state() -> dict[str, float]:
+            return {s.labels["state"]: s.value for m in registry.collect() if m.name == "jetfleet_jobs"
+                    for s in m.samples if s.value}
+
+        with OperatorClient(lab.address) as c:
+            job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0",
+                                                          power_budget_w=11, minibatches=100_000))
+            lab.wait(lambda: c.call("GetJob", op.GetJobRequest(job_id=job.job_id)).minibatches_done > 0, 30,
+                     "progress reports")
+            lab.wait(lambda: by_state() == {"running": 1.0}, 10, "one running job counted")
+            c.call("CancelJob", op.CancelJobRequest(job_id=job.job_id))
+            lab.wait(lambda: by_state() == {"cancelled": 1.0}, 10, "the job counted as cancelled, not running")
+    finally:
+        lab.close()
