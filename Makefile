@@ -108,6 +108,7 @@ bench: $(STAMP)
 	$(PY) bench/metrics.py
 	$(PY) bench/fleet.py
 	$(PY) bench/jobs.py
+	$(PY) bench/operator.py
 	$(PY) bench/scheduler.py
 
 # The slow tests with their printed figures (-s), then the long evaluations (tens of minutes; `--quick`

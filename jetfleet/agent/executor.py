@@ -23,7 +23,7 @@ from jetfleet.agent import roofline
 from jetfleet.agent.device.base import Device
 from jetfleet.agent.energy import EnergyMeter
 from jetfleet.agent.metrics import AgentMetrics
-from jetfleet.agent.profiler import ProfileRequest, profile
+from jetfleet.agent.profiler import ProfileRequest, profile, profile_result_pb
 from jetfleet.agent.serving import (
     DEFAULT_LATENCY_WINDOW_S,
     StreamStats,
@@ -35,9 +35,8 @@ from jetfleet.agent.serving import (
 from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_command_id
 from jetfleet.shared.catalog import PowerMode
-from jetfleet.shared.columns import columns_from_samples
 from jetfleet.shared.compat import to_thread
-from jetfleet.shared.convert import mode_from_pb, mode_to_pb, sample_to_pb
+from jetfleet.shared.convert import mode_from_pb, mode_to_pb
 from jetfleet.shared.errors import Cancelled, InvalidArgument, JetfleetError
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.proto import agent_pb2
@@ -77,6 +76,15 @@ class CommandExecutor:
     def busy(self) -> str:
         """The id of a command running now, or '' when idle (reported in heartbeats)."""
         return next(iter(self._running), "")
+
+    @property
+    def in_hand(self) -> tuple[str, ...]:
+        """The ids of the commands received and not answered yet (running, or waiting for the board), in order."""
+        return tuple(self._running)
+
+    def remembered(self, command_id: str) -> agent_pb2.CommandResult | None:
+        """The result of a recent command that ended here, or None."""
+        return self._results.get(command_id)
 
     def check(self, cmd: agent_pb2.Command) -> None:
         """Refuse a malformed command before acknowledging it."""
@@ -152,6 +160,8 @@ class CommandExecutor:
             if kind == "set_mode":
                 out.confirmed_mode.CopyFrom(mode_to_pb(await self._set_mode(cmd.set_mode)))
                 return out
+            if kind == "run_profile":   # cancellable while it waits for the board (a campaign sends the next mode early)
+                self._cancel.setdefault(cmd.command_id, threading.Event())
             async with self._device_lock:
                 if kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
@@ -168,6 +178,9 @@ class CommandExecutor:
             log.exception("command %s failed", cmd.command_id)
             out.ok = False
             out.error.CopyFrom(error_pb(e))
+        finally:
+            if kind == "run_profile":
+                self._cancel.pop(cmd.command_id, None)
         return out
 
     def close(self) -> None:
@@ -198,7 +211,9 @@ class CommandExecutor:
 
     async def _profile(self, cmd: agent_pb2.Command) -> agent_pb2.ProfileResult:
         req = self._profile_request(cmd)
-        ev = self._cancel[cmd.command_id] = threading.Event()
+        ev = self._cancel.setdefault(cmd.command_id, threading.Event())
+        if ev.is_set():   # cancelled while it waited for the board: it never starts
+            raise Cancelled(f"profile {cmd.command_id} cancelled before it started", field="command_id")
         observer = self._observer(req.workload)
 
         columns = self.columns
@@ -206,15 +221,7 @@ class CommandExecutor:
         def run() -> tuple[PowerMode, agent_pb2.ProfileResult]:
             # in the worker thread, the wire message too: a long window holds tens of thousands of samples
             p = profile(self.device, req, observer, ev, self.workloads)
-            out = agent_pb2.ProfileResult(
-                workload=p.workload, mode=mode_to_pb(p.mode), minibatch_times_s=p.minibatch_times_s,
-                steady_state_found=p.steady_state_found, window_start_s=p.window_start_s, window_end_s=p.window_end_s)
-            cols = columns_from_samples(p.power) if columns else None
-            if cols is not None:
-                out.power_columns.CopyFrom(cols)
-            else:
-                out.power.extend([sample_to_pb(s) for s in p.power])
-            return p.mode, out
+            return p.mode, profile_result_pb(p, columns=columns)
 
         try:
             mode, result = await to_thread(run)

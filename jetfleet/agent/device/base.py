@@ -7,11 +7,14 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode
 from jetfleet.shared.errors import DeviceError, InvalidArgument
+
+if TYPE_CHECKING:
+    from jetfleet.agent.trace import PowerTrace
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,13 @@ class Device(abc.ABC):
         Only backends whose ``capabilities.power_trace`` is set can replay the past."""
         raise DeviceError(f"{type(self).__name__} cannot replay power samples; sample it while it runs",
                           field="power_trace")
+
+    def trace_columns(self, t0_s: float, t1_s: float, period_s: float) -> PowerTrace:
+        """``trace`` as columns (``jetfleet.agent.trace``); a backend that builds its samples as arrays (the twin)
+        gives them without making an object per sample."""
+        from jetfleet.agent.trace import PowerTrace  # it holds TelemetrySample, defined here
+
+        return PowerTrace.from_samples(self.trace(t0_s, t1_s, period_s))
 
     def now_s(self) -> float:
         """The board's clock (virtual on an accelerated twin)."""
