@@ -38,7 +38,7 @@ from jetfleet.shared.catalog import PowerMode
 from jetfleet.shared.columns import columns_from_samples
 from jetfleet.shared.compat import to_thread
 from jetfleet.shared.convert import mode_from_pb, mode_to_pb, sample_to_pb
-from jetfleet.shared.errors import Cancelled, InvalidArgument, JetfleetError
+from jetfleet.shared.errors import Cancelled, FailedPrecondition, InvalidArgument, JetfleetError
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.proto import agent_pb2
 from jetfleet.shared.workloads import WorkloadRegistry, check_run_args
@@ -61,6 +61,8 @@ class CommandExecutor:
         self.instance_id = uuid.uuid4().hex   # what it remembers and runs dies with this executor
         # Called from a worker thread with each progress report of a running training.
         self.on_progress: Callable[[agent_pb2.TrainingProgress], None] | None = None
+        # What else holds the board ('' if nothing): an operator's own training session (``sessions.py``).
+        self.held_by: Callable[[], str] = lambda: ""
         self._results: OrderedDict[str, agent_pb2.CommandResult] = OrderedDict()
         self._running: dict[str, asyncio.Task[agent_pb2.CommandResult]] = {}
         self._cancel: dict[str, threading.Event] = {}
@@ -152,6 +154,9 @@ class CommandExecutor:
             if kind == "set_mode":
                 out.confirmed_mode.CopyFrom(mode_to_pb(await self._set_mode(cmd.set_mode)))
                 return out
+            holder = self.held_by()
+            if holder:
+                raise FailedPrecondition(f"the board is held by {holder}: one training at a time", field="board")
             async with self._device_lock:
                 if kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
