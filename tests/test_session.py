@@ -260,3 +260,19 @@ def test_an_agent_process_serves_sessions_and_refuses_the_controllers_work_while
         thread.join(30)
         loop.close()
     assert not sock.exists()     # the agent removed its socket when it stopped
+
+
+def test_only_the_steps_the_agent_asks_for_are_timed(tmp_path):
+    a = Agent(EmulatedBoard("agx-xavier", 3, speed=float("inf")), tmp_path / "t.sock", time_steps=4,
+              time_every=10_000)
+    try:
+        a.call(a.server.start())
+        with Session("resnet18", path=str(tmp_path / "t.sock")) as s:
+            for _ in range(300):
+                sum(range(20_000))
+                s.step()
+        timed = sum(n for n, _ in a.session().timed)
+        # asked for 4 at the start: timed to the end of the group that holds them (groups last >= MIN_GROUP_S)
+        assert 4 <= timed < 100, a.session().timed
+    finally:
+        a.close()
