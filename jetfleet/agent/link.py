@@ -91,16 +91,14 @@ class AgentLink:
         self.metrics = metrics
         self.metrics_port = metrics_port
         self.workloads = workloads or WorkloadRegistry.builtin()
-        self.executor = CommandExecutor(device, remembered=config.remembered_results, metrics=metrics,
-                                        workloads=self.workloads)
         # The operator's own training processes join through this socket (``sessions.py``); while one holds the
         # board the executor refuses other work, and a session is refused while a command runs.
         self.training_sessions: SessionServer | None = None
         if config.session_socket:
             self.training_sessions = SessionServer(
-                device, SessionConfig(path=config.session_socket, mode=config.session_socket_mode),
-                busy=lambda: f"running command {self.executor.busy} for the controller" if self.executor.busy else "")
-            self.executor.held_by = self._held_by
+                device, SessionConfig(path=config.session_socket, mode=config.session_socket_mode), busy=self._busy)
+        self.executor = CommandExecutor(device, remembered=config.remembered_results, metrics=metrics,
+                                        workloads=self.workloads, sessions=self.training_sessions)
         self._outq: asyncio.Queue[agent_pb2.AgentMessage | None] | None = None   # the current session's
         self._loop: asyncio.AbstractEventLoop | None = None
         self.buffer: deque[TelemetrySample] = deque(maxlen=config.max_buffer_samples)
@@ -130,9 +128,10 @@ class AgentLink:
         # The twin answers in microseconds; a real board reads sysfs, which may block.
         self._blocking = not device.capabilities.cheap_io
 
-    def _held_by(self) -> str:
-        live = self.training_sessions.live if self.training_sessions is not None else None
-        return f"training session {live.session_id} ({live.workload}, pid {live.pid})" if live is not None else ""
+    def _busy(self) -> str:
+        """What keeps a new training session off the board: a command running for the controller."""
+        busy = self.executor.busy_with_own_work
+        return f"running command {busy} for the controller" if busy else ""
 
     # --- device calls ---------------------------------------------------------------------------
     async def _call(self, fn: Callable[[], object]) -> object:

@@ -99,11 +99,28 @@ class SessionServer:
         self.sessions: dict[str, BoardSession] = {}
         self._server: asyncio.AbstractServer | None = None
         self._handlers: set[asyncio.Task[None]] = set()   # one per connection, ended by stop()
+        self._waiters: set[asyncio.Event] = set()           # ``wait_change`` callers
 
     @property
     def live(self) -> BoardSession | None:
         """The session that holds the board now, if any."""
         return next((s for s in self.sessions.values() if not s.ended), None)
+
+    def find(self, workload: str) -> BoardSession | None:
+        """The live session training ``workload``, if any."""
+        live = self.live
+        return live if live is not None and live.workload == workload else None
+
+    async def wait_change(self, timeout_s: float) -> None:
+        """Until a session starts, reports steps or ends, or ``timeout_s`` wall seconds pass."""
+        ev = asyncio.Event()
+        self._waiters.add(ev)
+        try:
+            await asyncio.wait_for(ev.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(ev)
 
     def ask_timing(self, session_id: str, steps: int) -> None:
         """Ask the session to time its next ``steps`` steps (told in its next reply)."""
@@ -306,6 +323,8 @@ class SessionServer:
         self._changed(s)
 
     def _changed(self, s: BoardSession) -> None:
+        for ev in self._waiters:
+            ev.set()
         if self.on_change is not None:
             self.on_change(s)
 
