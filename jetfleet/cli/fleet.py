@@ -244,8 +244,11 @@ def speed_words(speed: float) -> str:
               help="how fast the boards' clocks run: 100 (board seconds per wall second), inf (instant: campaigns are "
                    "bound by the store, not the boards) or real (1x, as a real board)")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None)
+@click.option("--session-dir", default="", metavar="DIR",
+              help="each board takes training sessions (jetfleet.session) on DIR/DEVICE.sock [default: DATA_DIR/sessions]")
 @handle_errors
-def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_port: int | None) -> None:
+def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_port: int | None,
+           session_dir: str) -> None:
     """Run a lab of emulated boards until interrupted (their clocks at 100x real time unless --speed says)."""
     from jetfleet.controller.config import ControllerConfig
     from jetfleet.lab import Lab
@@ -261,8 +264,9 @@ def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_por
     async def main(stop: asyncio.Event) -> None:
         from jetfleet.agent.workloads.plugins import load_workloads
 
+        sessions = session_dir or str(Path(data_dir).expanduser() / "sessions")
         lab = Lab(config, models, speed=speed, agent_metrics=metrics_port is not None,
-                  workloads=load_workloads().registry)
+                  workloads=load_workloads().registry, session_dir=sessions)
         await lab.start()
         await lab.wait_online()
         click.echo(f"lab up on {lab.address} with {len(models)} emulated boards: "
@@ -270,6 +274,8 @@ def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_por
         click.echo(f"the boards' clocks run at {speed_words(speed)} (--speed; `jetfleet devices ls` shows it); "
                    "times in `profile` and `job` are board time")
         click.echo(f"try: JETFLEET_CONTROLLER={lab.address} jetfleet devices ls")
+        click.echo(f"your own training joins a board through {sessions}/DEVICE.sock (jetfleet.session; "
+                   "examples/own-training)")
         if metrics_port is not None:
             ports = ", ".join(f"{a.device_id} :{a.metrics_port}" for a in lab.agents)
             click.echo(f"metrics: controller :{metrics_port}; agents {ports} "
