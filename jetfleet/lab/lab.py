@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from pathlib import Path
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from jetfleet.agent.config import AgentConfig
 from jetfleet.agent.link import AgentLink
