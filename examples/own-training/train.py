@@ -19,6 +19,7 @@ from jetfleet.session import Session
 
 
 def data(batch: int, seed: int = 0):
+    """The digits as a shuffled training loader and a held-out test set of 360."""
     digits = load_digits()
     x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
     y = torch.tensor(digits.target, dtype=torch.long)
@@ -31,6 +32,7 @@ def data(batch: int, seed: int = 0):
 
 
 def main() -> None:
+    """Train, telling the board each step; print each epoch's accuracy and energy."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--batch", type=int, default=32)

@@ -4,7 +4,9 @@ minibatches, counted from the moment it is adopted; progress (steps, board time,
 goes to the controller as a built-in training's does, so the job's lifecycle, closed loop and verdict are the same.
 A job's mode steps apply between the user's steps (on a twin, from the next reported step).
 
-It ends well when the session has reported ``minibatches`` steps (the process trains on, unmanaged). It fails,
+It ends well when the session has reported ``minibatches`` steps (the process trains on, unmanaged); the session is
+told to size its reports to the steps the command still needs, so its count ends at the command's length (the one
+report in flight when it is adopted may run past it: what the board trained is what it counts). It fails,
 naming why, when no such session steps within the timeout, when the session stops stepping for that long, when
 its process closes the session or goes away first (exited or killed); the board keeps the last mode it confirmed
 (always one of its catalog's) and is free for the next work."""
@@ -70,42 +72,46 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
     next_report = t0 + r.progress_interval_s
     last_step_wall = loop.time()
 
-    def progress(done: int, final: bool) -> None:
+    def progress(done: int, final: bool, now: float) -> None:
         if report is not None:
-            now = device.now_s()
             report(agent_pb2.TrainingProgress(command_id=cid, minibatches_done=done, t_s=now, elapsed_s=now - t0,
                                               energy_j=meter.energy_j(now), mode=mode_to_pb(device.read_mode()),
                                               final=final))
 
+    session.attach_until = base + r.minibatches   # reports end where the command does (after the one in flight)
     try:
         while True:
-            steps = min(session.steps, base + r.minibatches)
+            steps = session.steps
             if steps > seen:
                 now = device.now_s()
                 n = steps - seen
-                times.extend([(now - last_t) / n] * n)   # the board seconds of a report, spread over its steps
-                count(n)
-                seen, last_t, last_step_wall = steps, now, loop.time()
+                per_s = (now - last_t) / n      # the board seconds of a report, spread over its steps
+                take = min(n, r.minibatches - len(times))   # the report in flight at adoption may run past the end
+                times.extend([per_s] * take)
+                count(take)
+                seen, last_step_wall = steps, loop.time()
+                last_t = now if take == n else last_t + per_s * take
                 if r.progress_interval_s and now >= next_report:
-                    progress(seen - base, False)
+                    progress(len(times), False, last_t)
                     next_report = now + r.progress_interval_s
-            if seen - base >= r.minibatches:
+            if len(times) >= r.minibatches:
                 break
             if cancel.is_set():
-                raise Cancelled(f"training cancelled after {seen - base} steps of {r.workload!r}", field="command_id")
+                raise Cancelled(f"training cancelled after {len(times)} steps of {r.workload!r}", field="command_id")
             if session.ended:
                 how = "closed its session" if session.ended == "closed" else "went away (exited or killed)"
                 raise FailedPrecondition(f"the training process {r.workload!r} (pid {session.pid}) {how} after "
-                                         f"{seen - base} of {r.minibatches} steps", field="run_training.attach")
+                                         f"{len(times)} of {r.minibatches} steps", field="run_training.attach")
             if loop.time() - last_step_wall >= timeout_s:
                 raise DeadlineExceeded(f"the training process {r.workload!r} (pid {session.pid}) has not called "
-                                       f"step() for {timeout_s:g} s (after {seen - base} of {r.minibatches} steps)",
+                                       f"step() for {timeout_s:g} s (after {len(times)} of {r.minibatches} steps)",
                                        field="run_training.attach")
             await server.wait_change(min(0.5, timeout_s))
     finally:
+        session.attach_until = 0
         if r.progress_interval_s:
-            progress(seen - base, True)
+            progress(len(times), True, last_t)
         meter.stop()
-    end = device.now_s()
+    # up to the last step counted (a report's steps past the command's end are the process's own, unmanaged)
     return agent_pb2.TrainingResult(workload=r.workload, minibatch_times_s=times, start_s=t0, end_s=last_t,
-                                    energy_j=meter.energy_j(end), elapsed_s=end - t0)
+                                    energy_j=meter.energy_j(last_t), elapsed_s=last_t - t0)

@@ -81,6 +81,7 @@ class BoardSession:
     timed: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=MAX_TIMINGS_KEPT))
     windows: dict[str, tuple[float, EnergyMeter]] = field(default_factory=dict)
     _time_next: int = 0              # steps to ask to have timed at the next reply
+    attach_until: int = 0            # the step count at which the command adopting it ends (0: none adopts it)
 
     def seconds_per_step(self) -> float:
         """Median seconds per step over the kept timings (a group counts as its mean step); NaN with none."""
@@ -216,7 +217,9 @@ class SessionServer:
             raise FailedPrecondition("say hello first", field="op")
         if op == "steps":
             await self._steps(s, msg)
-            return {"ok": True, "time_steps": self._take_timing(s)}, s
+            left = s.attach_until - s.steps
+            batch = min(left, self.config.batch_steps) if left > 0 else self.config.batch_steps
+            return {"ok": True, "time_steps": self._take_timing(s), "batch_steps": batch}, s
         if op == "begin":
             name = wire.check_name(msg.get("name"), "name")
             if name in s.windows:

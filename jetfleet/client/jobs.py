@@ -246,7 +246,7 @@ class JobMethods:
                    max_steps: int = 0, window_s: float = 0.0, request_id: str = "", inference_workload: str = "",
                    arrival_rate: float = 0.0, arrival_times_s: Sequence[float] = (), latency_budget_s: float = 0.0,
                    inference_batch_size: int = 0, fleet: bool = False,
-                   priority: float = 0.0) -> Job:
+                   priority: float = 0.0, attach: bool = False, attach_timeout_s: float = 0.0) -> Job:
         """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
         (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
         ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
@@ -255,7 +255,9 @@ class JobMethods:
         and paces it with the others (``priority`` weighs it, 0 = 1; ``deadline_s`` then orders the queue).
         Serving inference beside it (needs a power budget): ``inference_workload`` at ``arrival_rate`` requests/s (or
         the trace ``arrival_times_s``) within ``latency_budget_s`` on p95, batches of up to ``inference_batch_size``
-        (0: the controller chooses)."""
+        (0: the controller chooses). ``attach``: adopt the operator's own training process on ``device_id``, whose
+        session (``jetfleet.session``) is named ``workload``; it must join and keep stepping within
+        ``attach_timeout_s`` (0: 60 s)."""
         req = operator_pb2.SubmitJobRequest(
             workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
             deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,
@@ -263,7 +265,7 @@ class JobMethods:
             confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id,
             inference_workload=inference_workload, arrival_rate=arrival_rate, arrival_times_s=list(arrival_times_s),
             latency_budget_s=latency_budget_s, inference_batch_size=inference_batch_size, fleet=fleet,
-            priority=priority)
+            priority=priority, attach=attach, attach_timeout_s=attach_timeout_s)
         return Job.from_pb(self._unary("SubmitJob", req, 120))
 
     def list_jobs(self) -> list[Job]:

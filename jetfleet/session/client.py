@@ -208,6 +208,7 @@ class Session:
         self._pending, self._timed = 0, []
         reply = self._call(msg)
         self._last_flush = time.perf_counter()
+        self._batch = int(reply.get("batch_steps", self._batch))
         if not self._time_left:
             self._start_timing(int(reply.get("time_steps", 0)))
 

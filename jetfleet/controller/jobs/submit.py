@@ -17,12 +17,14 @@ from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.context import JobsConfig
 from jetfleet.controller.jobs.goals import Deadline, Goal, LeastEnergy, PowerBudget
 from jetfleet.controller.jobs.models import JOB_STRATEGIES
+from jetfleet.controller.jobs.online import WARMUP_STEPS
 from jetfleet.controller.powertrain.cache import PredictionCache
 from jetfleet.controller.powertrain.optimize import check_goal
 from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import Registry
 from jetfleet.controller.store import JobRecord
 from jetfleet.controller.store.job_record import JobOptions
+from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 from jetfleet.shared.proto import operator_pb2
@@ -62,14 +64,18 @@ class JobChecks:
         else:
             check_id(req.board_model, "board_model")
             model = (await asyncio.to_thread(self.campaigns.catalog_for, "", req.board_model)).model
-        self.registry.check_workload(req.workload, device_id=req.device_id, board_model=model)
+        if req.attach:   # the workload names the operator's own training session, not a registered workload
+            check_attach(req)
+        else:
+            self.registry.check_workload(req.workload, device_id=req.device_id, board_model=model)
         minibatches = length(req)
         check_goal(req.power_budget_w or None, req.deadline_s or None, req.min_energy, 1)
         c = self.config
         opts = JobOptions(profile_modes=req.profile_modes or c.profile_modes, strategy=req.strategy or c.strategy,
                           confidence=req.confidence or c.confidence, max_steps=req.max_steps or c.max_steps,
                           window_s=req.window_s or c.window_s, epochs=req.epochs,
-                          minibatches_per_epoch=req.minibatches_per_epoch, request_id=req.request_id)
+                          minibatches_per_epoch=req.minibatches_per_epoch, request_id=req.request_id,
+                          attach=req.attach, attach_timeout_s=req.attach_timeout_s)
         bounded(opts.profile_modes, 10, 1000, "profile_modes")
         bounded(opts.confidence, 0.5, 0.99, "confidence")
         bounded(opts.max_steps, 0, 10, "max_steps")
@@ -129,8 +135,25 @@ class JobChecks:
             if opts.profile_modes > catalog.size:
                 raise InvalidArgument(f"profile_modes={opts.profile_modes}: {model} has {catalog.size} modes",
                                       field="profile_modes")
+            need = opts.profile_modes * (WARMUP_STEPS + defaults.MINIBATCHES)
+            if opts.attach and minibatches <= need:
+                raise InvalidArgument(f"an attached job without a model profiles {opts.profile_modes} modes on its own "
+                                      f"steps ({WARMUP_STEPS} + {defaults.MINIBATCHES} each): {need} steps, as many as "
+                                      f"its length of {minibatches} or more; give a longer job or fewer --profile-modes",
+                                      field="minibatches")
             return
         goal.choose(self.cache.get(doc, catalog, opts.confidence), minibatches)
+
+
+def check_attach(req: operator_pb2.SubmitJobRequest) -> None:
+    """An attached job: one board, no inference stream, a timeout in range."""
+    if not req.device_id:
+        raise InvalidArgument("an attached job adopts a training process on one board: give --device",
+                              field="device_id")
+    if stream_.has_stream(req):
+        raise InvalidArgument("an attached job cannot serve inference beside the operator's training",
+                              field="inference_workload")
+    bounded(req.attach_timeout_s, 0.0, 86400.0, "attach_timeout_s")
 
 
 def bounded(value: float, lo: float, hi: float, field: str) -> None:

@@ -43,6 +43,8 @@ class JobOptions:
     request_id: str = ""
     priority: float = 0.0
     inference: StreamSpec | None = None
+    attach: bool = False           # issue 25: the operator's own training, adopted from its session on the board
+    attach_timeout_s: float = 0.0  # for its process to join and to step (0: the agent's 60 s)
 
 
 @dataclass
@@ -212,6 +214,8 @@ class JobRecord:
     verdict: Verdict | None = None
     history: list[Transition] = field(default_factory=list)
     finished_s: float = 0.0
+    profiled_steps: int = 0        # an attached job's steps trained while its modes were profiled online
+    profiled_s: float = 0.0        # and their board seconds
 
     @property
     def run(self) -> RunRecord | None:
