@@ -159,3 +159,15 @@ def test_bad_attach_commands_are_refused_naming_the_field(board):
     r = asyncio.run(no_sessions.execute(agent_pb2.Command(command_id="x", run_training=agent_pb2.RunTraining(
         workload="mine", minibatches=1, attach=True))))
     assert not r.ok and "--session-socket" in r.error.message
+
+
+def test_a_process_gone_between_two_commands_is_named_when_the_next_one_times_out(board, tmp_path):
+    first = board.attach("job-6-r1", "resnet18", 5)
+    with Session("resnet18", path=str(tmp_path / "s.sock")) as s:
+        s.step(5)
+        s.flush()
+        assert first.result(30).ok
+        s._drop()     # the process's socket closes without a goodbye, as when it is killed
+    wait_until(lambda: board.server.live is None, 10, "the agent to see the process go")
+    r = board.attach("job-6-r2", "resnet18", 5, timeout_s=0.3).result(30)
+    assert not r.ok and "went away (exited or killed) after 5 steps" in r.error.message

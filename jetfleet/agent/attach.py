@@ -59,8 +59,11 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
         if loop.time() >= deadline:
             live = server.live
             other = f" (the board's session trains {live.workload!r})" if live is not None else ""
+            last = server.last_ended(r.workload)
+            gone = (f"; its last process (pid {last.pid}) {_how(last.ended)} after {last.steps} steps"
+                    if last is not None else "")
             raise DeadlineExceeded(f"no training session named {r.workload!r} joined this board within "
-                                   f"{timeout_s:g} s{other}: start the training process with "
+                                   f"{timeout_s:g} s{other}{gone}: start the training process with "
                                    f"Session({r.workload!r}, ...)", field="run_training.attach")
         await server.wait_change(min(0.5, deadline - loop.time()))
         session = server.find(r.workload)
@@ -99,8 +102,8 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
             if cancel.is_set():
                 raise Cancelled(f"training cancelled after {len(times)} steps of {r.workload!r}", field="command_id")
             if session.ended:
-                how = "closed its session" if session.ended == "closed" else "went away (exited or killed)"
-                raise FailedPrecondition(f"the training process {r.workload!r} (pid {session.pid}) {how} after "
+                raise FailedPrecondition(f"the training process {r.workload!r} (pid {session.pid}) "
+                                         f"{_how(session.ended)} after "
                                          f"{len(times)} of {r.minibatches} steps", field="run_training.attach")
             if loop.time() - last_step_wall >= timeout_s:
                 raise DeadlineExceeded(f"the training process {r.workload!r} (pid {session.pid}) has not called "
@@ -115,3 +118,8 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
     # up to the last step counted (a report's steps past the command's end are the process's own, unmanaged)
     return agent_pb2.TrainingResult(workload=r.workload, minibatch_times_s=times, start_s=t0, end_s=last_t,
                                     energy_j=meter.energy_j(last_t), elapsed_s=last_t - t0)
+
+
+def _how(ended: str) -> str:
+    """How a session ended, in words."""
+    return "closed its session" if ended == "closed" else "went away (exited or killed)"

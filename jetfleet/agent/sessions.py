@@ -112,6 +112,10 @@ class SessionServer:
         live = self.live
         return live if live is not None and live.workload == workload else None
 
+    def last_ended(self, workload: str) -> BoardSession | None:
+        """The most recent session of ``workload`` that has ended, if any."""
+        return next((s for s in reversed(list(self.sessions.values())) if s.workload == workload and s.ended), None)
+
     async def wait_change(self, timeout_s: float) -> None:
         """Until a session starts, reports steps or ends, or ``timeout_s`` wall seconds pass."""
         ev = asyncio.Event()
