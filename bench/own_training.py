@@ -14,6 +14,7 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from jetfleet.client import OperatorClient  # noqa: E402
 from tests import procs  # noqa: E402
-from tests.harness import LabThread  # noqa: E402
+from tests.harness import FAST_CONTROLLER, LabThread  # noqa: E402
 from tests.jobs_lab import wait_job  # noqa: E402
 
 
@@ -41,7 +42,9 @@ def main() -> None:
     g = twin_truth("orin-nano", "resnet18", seed=5)
     tn, pn = P.train_references(g.x, [g.time_ms, g.power_w], epochs=args.reference_epochs)
     with tempfile.TemporaryDirectory() as tmp:
-        lab = LabThread(str(Path(tmp) / "data"), []).start()
+        # a loaded machine must not take the board offline mid-job: a lenient heartbeat
+        config = replace(FAST_CONTROLLER, offline_after_missed=50)
+        lab = LabThread(str(Path(tmp) / "data"), [], config=config).start()
         try:
             lab.lab.session_dir = str(Path(tmp) / "sessions")
             agent = lab.do(lambda: lab.lab.add_agent(args.board, speed=args.speed))
