@@ -72,6 +72,7 @@ def test_an_attached_job_profiles_online_then_trains_its_rest_in_the_chosen_mode
     assert lab.lab.controller.leases.holder(agent.device_id) is None       # released at its end
 
 
+@pytest.mark.slow
 def test_the_process_killed_mid_profiling_fails_the_job_with_the_reason_and_frees_the_board(lab, tmp_path):
     (agent,) = lab.lab.agents
     sock = tmp_path / "sessions" / f"{agent.device_id}.sock"
