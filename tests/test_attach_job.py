@@ -7,6 +7,7 @@ the reason and frees the board; a job that cannot hold its profiling is refused 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -105,3 +106,17 @@ def test_an_attached_job_too_short_for_its_profiling_is_refused_before_anything_
             c.submit_job("digits-mlp", board_model=NANO, power_budget_w=9.0, minibatches=1000, attach=True)
         assert e.value.field == "device_id"
         assert c.list_jobs() == []
+
+
+@pytest.mark.slow
+def test_the_examples_run_sh_submits_the_job_trains_and_prints_the_job_id_last(lab, tmp_path):
+    (agent,) = lab.lab.agents
+    sock = tmp_path / "sessions" / f"{agent.device_id}.sock"
+    env = {**os.environ, "PYTHON": sys.executable, "STEPS": "800", "PROFILE_MODES": "10", "EPOCHS": "80"}
+    out = procs.run(["sh", str(EXAMPLE.parent / "run.sh"), lab.address, agent.device_id, "9W", str(sock)], env=env,
+                    timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    job_id = out.stdout.strip().splitlines()[-1]
+    final = wait_job(lab, job_id, timeout_s=60)
+    assert final.state == "done", final.detail
+    assert "9 W budget" in final.detail and trained_for(agent, job_id) == final.minibatches_done
