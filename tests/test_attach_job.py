@@ -120,3 +120,27 @@ def test_the_examples_run_sh_submits_the_job_trains_and_prints_the_job_id_last(l
     final = wait_job(lab, job_id, timeout_s=60)
     assert final.state == "done", final.detail
     assert "9 W budget" in final.detail and trained_for(agent, job_id) == final.minibatches_done
+
+
+@pytest.mark.slow
+def test_a_second_job_on_a_board_an_attached_job_holds_waits_for_it_named_by_the_lease(lab, tmp_path):
+    (agent,) = lab.lab.agents
+    sock = tmp_path / "sessions" / f"{agent.device_id}.sock"
+    with OperatorClient(lab.address) as c:
+        first = c.submit_job("digits-mlp", device_id=agent.device_id, power_budget_w=9.0, minibatches=5000,
+                             profile_modes=10, attach=True, attach_timeout_s=60)
+        child = procs.spawn([sys.executable, str(EXAMPLE), "--epochs", "1000", "--socket", str(sock)],
+                            stdout=procs.PIPE, stderr=procs.PIPE, text=True)
+        try:
+            lab.wait(lambda: trained_for(agent, first.job_id) > 0, 120, "the first job profiling on the process")
+            second = c.submit_job("other-mlp", device_id=agent.device_id, power_budget_w=9.0, minibatches=5000,
+                                  profile_modes=10, attach=True)
+            lab.wait(lambda: "busy" in c.get_job(second.job_id).detail, 30, "the second job to wait for the board")
+            detail = c.get_job(second.job_id).detail
+            assert c.get_job(second.job_id).state == "queued" and f"busy: job {first.job_id}" in detail, detail
+            c.cancel_job(second.job_id)
+            c.cancel_job(first.job_id)
+            assert wait_job(lab, first.job_id, timeout_s=60).state == "cancelled"
+        finally:
+            child.end()
+    assert lab.lab.controller.leases.holder(agent.device_id) is None
