@@ -37,6 +37,9 @@ SMOKE = {
                  ["6 streaming + 1 job agents online", "devices ls", "job show", "model ls", "model predict", "ratio"]),
     "coverage": (["--workloads", "mobilenet_v3", "--epochs", "1"],
                  ["first 210 in grid order", "complete grid", "factor needed beyond a knob the fit saw move"]),
+    "own_training": (["--modes", "10", "--minibatches", "600", "--reference-epochs", "1"],
+                     ["online profiling: 500 of its own steps", "budget 12 W, k=10"]),
+    "session": (["--calls", "500", "--repeat", "1"], ["step() with an agent", "limit 50 us, ratio", "% of it"]),
     "scheduler": (["--jobs", "3,30", "--boards", "12", "--queue", "30", "--racks", "2", "--highs-max", "0"],
                   ["3 jobs", "exhaustive optimum", "30 jobs, 2 racks", "scheduling pass", "ratio"]),
 }

@@ -267,7 +267,8 @@ class JobMethods:
                    max_steps: int = 0, window_s: float = 0.0, request_id: str = "", inference_workload: str = "",
                    arrival_rate: float = 0.0, arrival_times_s: Sequence[float] = (), latency_budget_s: float = 0.0,
                    inference_batch_size: int = 0, fleet: bool = False,
-                   priority: float = 0.0, confirm_profiles: int = 0, no_confirm: bool = False) -> Job:
+                   priority: float = 0.0, attach: bool = False, attach_timeout_s: float = 0.0,
+                   confirm_profiles: int = 0, no_confirm: bool = False) -> Job:
         """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
         (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
         ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
@@ -276,8 +277,11 @@ class JobMethods:
         and paces it with the others (``priority`` weighs it, 0 = 1; ``deadline_s`` then orders the queue).
         Serving inference beside it (needs a power budget): ``inference_workload`` at ``arrival_rate`` requests/s (or
         the trace ``arrival_times_s``) within ``latency_budget_s`` on p95, batches of up to ``inference_batch_size``
-        (0: the controller chooses). A power budget's choice is measured on the board before the job commits to it
-        (at most ``confirm_profiles`` modes, 0 = 3; ``no_confirm`` commits to the model's choice unmeasured)."""
+        (0: the controller chooses). ``attach``: adopt the operator's own training process on ``device_id``, whose
+        session (``jetfleet.session``) is named ``workload``; it must join and keep stepping within
+        ``attach_timeout_s`` (0: 60 s). A power budget's choice of a built-in workload is measured on the board before
+        the job commits to it (at most ``confirm_profiles`` modes, 0 = 3; ``no_confirm`` commits to the model's
+        choice unmeasured)."""
         req = operator_pb2.SubmitJobRequest(
             workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
             deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,
@@ -285,7 +289,8 @@ class JobMethods:
             confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id,
             inference_workload=inference_workload, arrival_rate=arrival_rate, arrival_times_s=list(arrival_times_s),
             latency_budget_s=latency_budget_s, inference_batch_size=inference_batch_size, fleet=fleet,
-            priority=priority, confirm_profiles=confirm_profiles, no_confirm=no_confirm)
+            priority=priority, attach=attach, attach_timeout_s=attach_timeout_s, confirm_profiles=confirm_profiles,
+            no_confirm=no_confirm)
         return Job.from_pb(self._unary("SubmitJob", req, 120))
 
     def list_jobs(self) -> list[Job]:

@@ -16,9 +16,10 @@ import platform
 import threading
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from jetfleet.agent.trace import PowerTrace
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode, Rail, builtin_catalogs, get_catalog
 from jetfleet.shared.errors import InvalidArgument
-from jetfleet.shared.workloads import WORKLOADS, WorkloadRegistry, check_run_args, get_workload
+from jetfleet.shared.workloads import WORKLOADS, WorkloadRegistry, WorkloadSpec, check_run_args, get_workload
 from jetfleet.shared.workloads.inference import check_batch_size
 from jetfleet.twin.inference import inference_state
 from jetfleet.twin.physics import Steady, idle_state, kernel_state, spinning_state, steady_state
@@ -84,7 +85,7 @@ class EmulatedBoard(Device):
     model's (the same silicon: voltages along the model's full frequency tables), so the model must be
     built in."""
 
-    capabilities = Capabilities(cheap_io=True, power_trace=True)
+    capabilities = Capabilities(cheap_io=True, power_trace=True, emulated_steps=True)
 
     def __init__(self, model: str, seed: int = 0, *, speed: float = math.inf,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
@@ -178,12 +179,28 @@ class EmulatedBoard(Device):
                          warm=False).minibatch_times_s[0]
 
     def step_training(self, workload: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
-                      workers: int = defaults.WORKERS) -> float:
-        """One training minibatch inside a running concurrent session (loader started, warm): its seconds."""
+                      workers: int = defaults.WORKERS, steps: int = 1) -> float:
+        """``steps`` training minibatches inside a running loop (loader started, warm; a concurrent session's, or a
+        training process's reported steps): their seconds."""
         spec = self.workloads.get(workload)
-        check_run_args(1, minibatch_size, workers)
-        return self._run(spec.name, 1, lambda m: self._steady(spec.name, m, minibatch_size, workers), 0.0, None,
-                         warm=False).minibatch_times_s[0]
+        check_run_args(steps, minibatch_size, workers)
+        return sum(self._run(spec.name, steps, lambda m: self._steady(spec.name, m, minibatch_size, workers), 0.0,
+                             None, warm=False).minibatch_times_s)
+
+    def emulated_workload(self, name: str) -> WorkloadSpec | None:
+        """The spec of ``name`` if this board offers it (a built-in, a plugin, a session's own model)."""
+        return self.workloads.get(name) if name in self.workloads.names() else None
+
+    def add_workload(self, spec: WorkloadSpec, cost: Mapping[str, Any]) -> None:
+        """Offer an operator's own model (a training session's, characterised in its process) for
+        ``step_training``; the same name again must come with the same cost (InvalidArgument otherwise)."""
+        if spec.name not in self.workloads.names():
+            self.workloads = self.workloads.with_plugin(spec, cost)
+            return
+        known = self.workloads.get(spec.name)
+        if known != spec or self.workloads.characterisation(spec.name) != dict(cost):
+            raise InvalidArgument(f"workload {spec.name!r} is on this board already with another model or cost: "
+                                  "name your training differently", field="workload")
 
     def open_concurrent(self, training: str, inference: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
                         workers: int = defaults.WORKERS) -> ConcurrentSteps:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode
 from jetfleet.shared.errors import DeviceError, InvalidArgument
+from jetfleet.shared.workloads import WorkloadSpec
 
 if TYPE_CHECKING:
     from jetfleet.agent.trace import PowerTrace
@@ -27,6 +28,9 @@ class Capabilities:
     # The board can replay the power samples a sampler would have taken over a past interval of its
     # clock (``Device.trace``): an accelerated twin, whose clock runs ahead of the wall clock.
     power_trace: bool = False
+    # The board takes a training process's steps on its own clock (the twin: each step of the operator's model in
+    # the current mode, at the lab's speed): ``step_training`` and ``add_workload`` (``jetfleet.agent.sessions``).
+    emulated_steps: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,21 @@ class Device(abc.ABC):
                         workers: int = defaults.WORKERS) -> ConcurrentSteps:
         """A session training ``training`` and serving ``inference`` one step at a time (issue 15): the model and
         loader stay loaded between steps, so the managed scheduler can interleave them."""
+
+    def step_training(self, workload: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
+                      workers: int = defaults.WORKERS, steps: int = 1) -> float:
+        """``steps`` training minibatches of a running loop on the board's clock, their seconds (only with
+        ``capabilities.emulated_steps``)."""
+        raise DeviceError(f"{type(self).__name__} runs a training process's steps for real, not emulated",
+                          field="emulated_steps")
+
+    def emulated_workload(self, name: str) -> WorkloadSpec | None:
+        """The spec of ``name`` if ``step_training`` can run it (``emulated_steps`` only), else None."""
+        return None
+
+    def add_workload(self, spec: WorkloadSpec, cost: Mapping[str, Any]) -> None:
+        """Offer an operator's own model (its characterisation) for ``step_training`` (``emulated_steps`` only)."""
+        raise DeviceError(f"{type(self).__name__} does not emulate workloads", field="emulated_steps")
 
     def trace(self, t0_s: float, t1_s: float, period_s: float) -> list[TelemetrySample]:
         """The samples a sampler every ``period_s`` would have taken from t0 to t1 on the board's clock.

@@ -26,6 +26,7 @@ from jetfleet.controller.jobs.confirming import Confirmer, needs_confirming, rep
 from jetfleet.controller.jobs.context import JobContext
 from jetfleet.controller.jobs.goals import goal_of, judge
 from jetfleet.controller.jobs.loop import ClosedLoop
+from jetfleet.controller.jobs.online import OnlineProfiler
 from jetfleet.controller.jobs.profiling import Profiler
 from jetfleet.controller.jobs.running import TrainingRun
 from jetfleet.controller.jobs.state import JobCancelled, JobState, move
@@ -91,7 +92,9 @@ class JobRunner:
                 await self._fleet_run()
             else:
                 self.catalog = await asyncio.to_thread(self.ctx.campaigns.catalog_for, "", rec.target_model)
-                if not rec.model_id:
+                if not rec.model_id and rec.options.attach:
+                    await self._online()
+                elif not rec.model_id:
                     profiler = Profiler(self.ctx, rec, self.catalog, self.move, self.save, self.pause)
                     await profiler.ensure_model(self._targets)
                 await self._prepare()
@@ -114,6 +117,22 @@ class JobRunner:
         except Exception as e:
             log.exception("job %s failed", rec.job_id)
             await self._finish(JobState.FAILED, f"internal error: {type(e).__name__} (see the controller log)")
+
+    async def _online(self) -> None:
+        """An attached job's model: the calibrated one of (board model, workload) if there is one, else its modes
+        profiled online on the operator's own training (``online.py``), on the board it holds meanwhile."""
+        rec = self.rec
+        assert self.catalog is not None
+        doc = await asyncio.to_thread(self.ctx.models.repo.find, rec.target_model, rec.workload)
+        if doc is not None:
+            rec.model_id = doc["model_id"]
+            await self.save()
+            return
+        device = await self._board()
+        try:
+            await OnlineProfiler(self.ctx, rec, self.catalog, self.move, self.save, self.check_cancel).profile(device)
+        finally:
+            self.ctx.leases.release(device, self.holder)
 
     def _training(self) -> TrainingRun:
         if self.training is None:
@@ -290,7 +309,7 @@ class JobRunner:
         mean_w = rec.energy_j / rec.elapsed_s if rec.elapsed_s > 0 else math.nan
         modes = ", ".join(f"{s.mode} {s.seconds:.0f} s" for s in rec.segments)
         undone = sum(s.kind == "undo" for s in rec.steps)
-        trained = sum(r.trained for r in rec.runs)
+        trained = sum(r.trained for r in rec.runs) + rec.profiled_steps   # an attached job's profiled steps too
         again = trained - rec.minibatches_done
         boards = (f"the boards trained {trained} minibatches for it" + (f" ({again} again after a move)" if again > 0
                                                                         else ""))
@@ -298,5 +317,16 @@ class JobRunner:
                       f"({sum(c.seconds for c in rec.confirms):.0f} board s)" if rec.confirms else "")
         return (f"{rec.minibatches_done} minibatches in {rec.elapsed_s:.0f} board s, {rec.energy_j / 1e3:.1f} kJ, "
                 f"mean {mean_w:.2f} W; modes: {modes}; {len(rec.steps)} step(s)"
-                + (f" ({undone} undone)" if undone else "") + f"; {boards}" + confirming
+                + (f" ({undone} undone)" if undone else "") + f"; {boards}" + confirming + self._online_cost()
                 + stream_.latency_summary(rec.options, rec.run))
+
+    def _online_cost(self) -> str:
+        """An attached job's online profiling against running its chosen mode throughout ('' for other jobs)."""
+        rec = self.rec
+        if not rec.profiled_steps or rec.choice is None:
+            return ""
+        chosen_s = rec.profiled_steps * rec.choice.time_ms / 1e3
+        extra = rec.profiled_s - chosen_s
+        return (f"; online profiling: {rec.profiled_steps} of its own steps in {rec.profiled_s:.1f} board s, "
+                f"{extra:+.1f} s ({100 * extra / chosen_s:+.0f}%) against {chosen_s:.1f} s predicted in the chosen "
+                "mode throughout")

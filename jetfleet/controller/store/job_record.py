@@ -44,6 +44,8 @@ class JobOptions:
     priority: float = 0.0
     inference: StreamSpec | None = None
     confirm_profiles: int = 0      # a power-budget job: modes measured on its board before committing (0: none)
+    attach: bool = False           # issue 25: the operator's own training, adopted from its session on the board
+    attach_timeout_s: float = 0.0  # for its process to join and to step (0: the agent's 60 s)
 
 
 @dataclass
@@ -228,6 +230,8 @@ class JobRecord:
     finished_s: float = 0.0
     confirms: list[Confirmed] = field(default_factory=list)
     confirmed: bool = False        # the confirmation is over (or was not asked for): the choice stands
+    profiled_steps: int = 0        # an attached job's steps trained while its modes were profiled online
+    profiled_s: float = 0.0        # and their board seconds
 
     @property
     def run(self) -> RunRecord | None:

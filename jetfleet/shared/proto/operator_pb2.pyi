@@ -551,7 +551,7 @@ class OptimizeResponse(_message.Message):
     def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ..., confidence: _Optional[float] = ..., predicted_time_ms_lo: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w_lo: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., at_risk: bool = ..., outside_coverage: bool = ..., coverage_note: _Optional[str] = ...) -> None: ...
 
 class SubmitJobRequest(_message.Message):
-    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "confirm_profiles", "no_confirm", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size", "fleet", "priority")
+    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "confirm_profiles", "no_confirm", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size", "fleet", "priority", "attach", "attach_timeout_s")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -576,6 +576,8 @@ class SubmitJobRequest(_message.Message):
     INFERENCE_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     FLEET_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    ATTACH_FIELD_NUMBER: _ClassVar[int]
+    ATTACH_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     workload: str
     device_id: str
     board_model: str
@@ -600,7 +602,9 @@ class SubmitJobRequest(_message.Message):
     inference_batch_size: int
     fleet: bool
     priority: float
-    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., confirm_profiles: _Optional[int] = ..., no_confirm: bool = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ..., fleet: bool = ..., priority: _Optional[float] = ...) -> None: ...
+    attach: bool
+    attach_timeout_s: float
+    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., confirm_profiles: _Optional[int] = ..., no_confirm: bool = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ..., fleet: bool = ..., priority: _Optional[float] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ...) -> None: ...
 
 class JobStep(_message.Message):
     __slots__ = ("t_s", "at_minibatch", "from_mode", "to_mode", "reason", "observed_power_w", "observed_time_ms", "predicted_power_w", "predicted_power_w_hi", "predicted_time_ms", "kind", "predicted_time_ms_hi")
