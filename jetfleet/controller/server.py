@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import gc
 import json
 import logging
 import resource
+import time
 from pathlib import Path
 
 import grpc
@@ -19,6 +21,8 @@ from jetfleet.controller.fleet.caps import GROUP_LABEL, FleetCaps
 from jetfleet.controller.fleet.queue import FleetQueue
 from jetfleet.controller.health import HealthAndReflection
 from jetfleet.controller.jobs import JobManager, JobsConfig
+from jetfleet.controller.leader.dirlock import DataDirLock
+from jetfleet.controller.leader.identity import ControllerIdentity
 from jetfleet.controller.leases import BoardLeases
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.powertrain.cache import PredictionCache
@@ -28,6 +32,7 @@ from jetfleet.controller.service import OperatorService
 from jetfleet.controller.servicers import AgentLinkServicer, OperatorServicer
 from jetfleet.controller.sessions import AgentSessions
 from jetfleet.controller.store import Store, open_store
+from jetfleet.controller.store.sqlite import SqliteStore
 from jetfleet.controller.telemetry import TelemetryHub
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, Unavailable
 from jetfleet.shared.metrics_http import MetricsHttpConfig, MetricsServer
@@ -96,6 +101,9 @@ class Controller:
         self._reaper: asyncio.Task[None] | None = None
         self._metrics_server: MetricsServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.identity = ControllerIdentity.here("", time.time())
+        # SQLite serves one controller: its data directory is locked for this controller's life
+        self._dir_lock = DataDirLock(self.store.path.parent) if isinstance(self.store, SqliteStore) else None
 
     async def start(self) -> int:
         """Load the boards, serve gRPC (plaintext off loopback only if ``insecure``), resume campaigns; returns the port."""
@@ -111,6 +119,17 @@ class Controller:
                                       field="listen")
             log.warning("PLAINTEXT gRPC on %s (--insecure): anyone who can reach it can drive these boards and "
                         "read their data", self.config.listen)
+        if self._dir_lock is not None:
+            self._dir_lock.acquire(self.identity)   # before anything is read or written: a second one is refused
+        try:
+            return await self._start(host, port, creds, metrics_http)
+        except BaseException:
+            if self._dir_lock is not None:
+                self._dir_lock.release()
+            raise
+
+    async def _start(self, host: str, port: int, creds: grpc.ServerCredentials | None,
+                     metrics_http: MetricsHttpConfig | None) -> int:
         await self.registry.load()
         log.info("store %s: %s", self.store.url, self.store.durability())
         self._server = grpc.aio.server(options=self.grpc_options())
@@ -127,6 +146,9 @@ class Controller:
             raise FailedPrecondition(f"cannot listen on {self.config.listen}: the address is in use (another "
                                      "controller?) or not this host's", field="listen")
         await self._server.start()
+        self.identity = dataclasses.replace(self.identity, address=self.advertised_address(host))
+        if self._dir_lock is not None:
+            self._dir_lock.announce(self.identity)
         await self.campaigns.start()
         await self.jobs.start()
         self._fleet_stop.clear()
@@ -140,6 +162,12 @@ class Controller:
         log.info("controller listening on %s:%d (%s, store %s)", host, self.port,
                  "mutual TLS" if self.tls else "plaintext", self.store.url)
         return self.port
+
+    def advertised_address(self, host: str) -> str:
+        """HOST:PORT where this controller is reached (its bound port; a wildcard host becomes this host's name)."""
+        if host in ("0.0.0.0", "::", ""):
+            host = self.identity.host
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
 
     def grpc_options(self) -> list[tuple[str, int]]:
         """gRPC server options: message limits, keepalive, an exclusive port, and bounded connections."""
@@ -235,4 +263,6 @@ class Controller:
             self._metrics_server.stop()
             self._metrics_server = None
         self.store.close()
+        if self._dir_lock is not None:
+            self._dir_lock.release()
         log.info("controller stopped")
