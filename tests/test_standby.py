@@ -16,11 +16,18 @@ def start(args, **kw):
     return procs.spawn(JETFLEET + args, stdout=procs.PIPE, stderr=procs.STDOUT, **kw)
 
 
+def listening_line(ctl) -> str:
+    """The controller's start-up line (log lines before it skipped)."""
+    seen = []
+    for line in ctl.stdout:
+        if re.search(r"listening on (127.0.0.1:\d+)", line):
+            return line
+        seen.append(line)
+    raise AssertionError("the controller ended before listening:\n" + "".join(seen))
+
+
 def listening(ctl) -> str:
-    line = ctl.stdout.readline()
-    m = re.search(r"listening on (127.0.0.1:\d+)", line)
-    assert m, line + ctl.stdout.read()
-    return m.group(1)
+    return re.search(r"listening on (127.0.0.1:\d+)", listening_line(ctl)).group(1)
 
 
 def test_a_second_controller_on_one_sqlite_data_directory_is_refused_naming_the_first(tmp_path):
@@ -62,3 +69,120 @@ def test_the_lock_goes_with_a_killed_controller(tmp_path):
     finally:
         again.terminate()
         assert again.wait(15) == 0
+
+
+# --- Redis: one leader per prefix ---------------------------------------------------------------------------
+def serve_redis(redis_server, prefix, *extra):
+    return start(["controller", "serve", "--listen", "127.0.0.1:0", "--store", redis_server.url, "--store-prefix",
+                  prefix, "--lease-ttl", "1.5", "--metrics-port", "0", *extra])
+
+
+def metric(line: str, name: str) -> float:
+    """A metric's value from a controller's /metrics endpoint, whose URL its start-up line printed."""
+    import urllib.request
+
+    url = re.search(r"metrics on (http://\S+/metrics)", line).group(1)
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    m = re.search(rf"^{name} (\S+)$", text, re.M)
+    assert m, f"{name} not in {url}"
+    return float(m.group(1))
+
+
+def test_one_leader_per_prefix_a_standby_refuses_changes_naming_it_and_takes_over_when_it_dies(redis_server):
+    from click.testing import CliRunner
+
+    from jetfleet.cli.main import cli
+    from jetfleet.client import OperatorClient
+    from jetfleet.controller.leader.status import lab_status
+    from jetfleet.shared.errors import NotFound, Unavailable
+
+    from .harness import wait_until
+
+    redis_server.flush()
+    a = serve_redis(redis_server, "lab1")
+    a_line = listening_line(a)
+    a_address = re.search(r"listening on (127.0.0.1:\d+)", a_line).group(1)
+    assert a_line.rstrip().endswith(", leader"), a_line
+    b = serve_redis(redis_server, "lab1")
+    b_line = listening_line(b)
+    b_address = re.search(r"listening on (127.0.0.1:\d+)", b_line).group(1)
+    assert f"standby (the leader is {a_address} (pid {a.pid} on " in b_line, b_line
+    # another lab on the same Redis stays apart: it leads its own prefix
+    other = serve_redis(redis_server, "lab2")
+    assert listening_line(other).rstrip().endswith(", leader")
+
+    r = CliRunner().invoke(cli, ["controller", "status", "--store", redis_server.url, "--store-prefix", "lab1"])
+    assert r.exit_code == 0 and f"leader {a_address} (pid {a.pid} on " in r.output, r.output
+    assert metric(a_line, "jetfleet_controller_leader") == 1 and metric(b_line, "jetfleet_controller_leader") == 0
+
+    with OperatorClient(b_address) as c:
+        assert c.list_devices() == []   # reads are served
+        try:
+            c.set_mode("nr-0", "MAXN")
+            raise AssertionError("a standby changed state")
+        except Unavailable as e:
+            assert "this controller is a standby and does not serve SetMode" in e.message, e.message
+            assert f"the leader is {a_address} (pid {a.pid}" in e.message, e.message
+
+    a.kill()   # -9: no clean shutdown, the lease expires by itself
+    a.wait(10)
+    wait_until(lambda: (lambda s: s.leader is not None and s.leader.pid == b.pid)(lab_status(redis_server.url, "lab1")),
+               30, "the standby to take the lead")
+    assert lab_status(redis_server.url, "lab1").token == 2   # a new term: the dead leader's token is stale
+    assert lab_status(redis_server.url, "lab2").leader.pid == other.pid
+    wait_until(lambda: metric(b_line, "jetfleet_controller_leader") == 1, 10, "the new leader's gauge")
+    assert metric(b_line, "jetfleet_controller_takeovers_total") == 1
+    with OperatorClient(b_address) as c:
+        try:
+            c.set_mode("nr-0", "MAXN")
+        except NotFound:   # it reached the operator API: the board is unknown, not the call refused
+            pass
+    for p in (b, other):
+        p.terminate()
+        assert p.wait(15) == 0
+
+
+def test_a_superseded_leaders_writes_are_refused_and_change_nothing(redis_server):
+    """Fencing, on the store's own calls: a leader paused past its lease, then continued, writes nothing."""
+    from jetfleet.controller.leader.identity import ControllerIdentity
+    from jetfleet.controller.leader.lease import LeaseConfig, RedisLease
+    from jetfleet.controller.store.base import Fenced
+    from jetfleet.controller.store.redis import RedisStore
+
+    from .harness import wait_until
+
+    redis_server.flush()
+    config = LeaseConfig(ttl_s=0.4, renew_every_s=0.1, try_every_s=0.1)
+    stores = [RedisStore(redis_server.url, "fence"), RedisStore(redis_server.url, "fence")]
+    try:
+        leases = [RedisLease(s.client(1.0), "fence", ControllerIdentity(100 + i, "h", f"x:{i}", 0.0), config)
+                  for i, s in enumerate(stores)]
+        old, new = stores
+        old.fence(leases[0].try_acquire())
+        assert leases[0].token == 1 and leases[1].try_acquire() == 0
+        new.fence(0)   # a standby: every write refused
+        for write in (lambda s: s.put_doc("k", "d", {"by": "x"}), lambda s: s.put_catalog("m", {"c": 1})):
+            try:
+                write(new)
+                raise AssertionError("a standby wrote")
+            except Fenced:
+                pass
+        old.put_doc("k", "d", {"by": "old"})
+        # the old leader stops renewing (paused); its lease expires and the standby takes a new term
+        wait_until(lambda: leases[1].try_acquire() > 0, 10, "the lease to expire and be taken")
+        new.fence(leases[1].token)
+        assert leases[1].token == 2
+        for write in (lambda s: s.put_doc("k", "d", {"by": "old again"}), lambda s: s.delete_doc("k", "d"),
+                      lambda s: s.put_catalog("m", {"c": 2})):
+            try:
+                write(old)
+                raise AssertionError("the superseded leader wrote")
+            except Fenced as e:
+                assert "fencing token 1" in e.message and "token is 2" in e.message, e.message
+        assert old.get_doc("k", "d") == {"by": "old"} and old.get_catalog("m") is None   # nothing changed
+        assert not leases[0].renew()   # it learns it lost the lead
+        new.put_doc("k", "d", {"by": "new"})
+        assert new.get_doc("k", "d") == {"by": "new"}
+    finally:
+        for s in stores:
+            s.close()

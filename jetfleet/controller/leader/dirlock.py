@@ -28,6 +28,7 @@ class DataDirLock:
 
     @property
     def held(self) -> bool:
+        """True while this controller holds the lock."""
         return self._fd is not None
 
     def holder(self) -> ControllerIdentity | None:
@@ -36,6 +37,22 @@ class DataDirLock:
             return ControllerIdentity.from_json((self.data_dir / HOLDER_NAME).read_text())
         except OSError:
             return None
+
+    def running(self) -> ControllerIdentity | None:
+        """The controller that holds the lock now, or None (a holder file left by a killed one is not a holder)."""
+        try:
+            fd = os.open(self.data_dir / LOCK_NAME, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)   # granted only if no controller holds it
+        except OSError:
+            return self.holder()
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
 
     def acquire(self, me: ControllerIdentity) -> None:
         """Take the lock without waiting and write ``me`` beside it; FailedPrecondition if another process holds it."""

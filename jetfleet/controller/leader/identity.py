@@ -23,6 +23,7 @@ class ControllerIdentity:
         return cls(pid=os.getpid(), host=socket.gethostname(), address=address, started_s=started_s)
 
     def to_json(self) -> str:
+        """One line of JSON (the holder file, the lease's value)."""
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod

@@ -51,9 +51,10 @@ class LeaseConfig:
     try_every_s: float = 0.5     # how often a standby tries to take the lease
 
     def check(self) -> LeaseConfig:
+        """The config, or InvalidArgument naming the setting out of range."""
         if not 0.2 <= self.ttl_s <= 600:
             raise InvalidArgument(f"lease ttl_s={self.ttl_s}: allowed 0.2..600 s", field="lease_ttl_s")
-        if not 0 < self.renew_every_s <= self.ttl_s / 3:
+        if not 0 < self.renew_every_s <= self.ttl_s / 3 + 1e-9:
             raise InvalidArgument(f"lease renew_every_s={self.renew_every_s}: allowed (0, ttl_s/3 = "
                                   f"{self.ttl_s / 3:g}] s, so a lease survives two missed renewals",
                                   field="lease_renew_every_s")
@@ -114,6 +115,7 @@ class RedisLease:
 
     @property
     def leading(self) -> bool:
+        """True while this controller holds a term of the lease."""
         return self.token > 0
 
     def lease_age_s(self) -> float:

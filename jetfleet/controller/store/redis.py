@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from typing import Any
@@ -78,7 +79,7 @@ class RedisStore(RedisJobs, Store):
         self._url = redacted(url)  # the password (redis://:PASSWORD@HOST) is used to connect, never shown
         if parsed.scheme != "redis" or not parsed.hostname:
             raise InvalidArgument(f"store {self._url!r}: expected redis://[:PASSWORD@]HOST:PORT/DB", field="store")
-        self.p = prefix
+        self.p = self.check_prefix(prefix)
         self.max_events = max_events
         self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=timeout_s,
                                       socket_connect_timeout=timeout_s)
@@ -90,6 +91,14 @@ class RedisStore(RedisJobs, Store):
             log.warning("Redis at %s has appendonly=%s appendfsync=%s: acknowledged writes may be lost in a "
                         "crash; run it with --appendonly yes --appendfsync always", self._url, d["appendonly"],
                         d["appendfsync"])
+
+    @staticmethod
+    def check_prefix(prefix: str) -> str:
+        """A key prefix: 1..64 letters, digits, '_', '-' or '.' (one lab per prefix)."""
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", prefix):
+            raise InvalidArgument(f"store prefix {prefix!r}: expected 1..64 letters, digits, '_', '-' or '.'",
+                                  field="store_prefix")
+        return prefix
 
     def client(self, timeout_s: float) -> Any:
         """A client of its own to the same Redis with ``timeout_s`` on every call (the leader lease's)."""

@@ -22,6 +22,7 @@ class FencedWrites:
 
     @property
     def fence_key(self) -> str:
+        """The fencing counter's key (the leader lease's, jetfleet.controller.leader.lease)."""
         return f"{self.p}:leader:fence"
 
     def fence(self, token: int | None) -> None:
@@ -45,7 +46,7 @@ class FencedWrites:
 
         return list(self._call(self.r.transaction, run, self.fence_key, *watch) or [])
 
-    def _write(self, queue: Callable[[Any], None], *watch: str) -> list[Any]:
+    def _write(self, queue: Callable[[Any], object], *watch: str) -> list[Any]:
         """``_tx`` of writes alone: ``queue(pipe)`` adds them after MULTI."""
         def body(pipe: Any) -> None:
             pipe.multi()
