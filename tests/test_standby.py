@@ -94,7 +94,7 @@ def test_one_leader_per_prefix_a_standby_refuses_changes_naming_it_and_takes_ove
     from jetfleet.cli.main import cli
     from jetfleet.client import OperatorClient
     from jetfleet.controller.leader.status import lab_status
-    from jetfleet.shared.errors import NotFound, Unavailable
+    from jetfleet.shared.errors import NotFound
 
     from .harness import wait_until
 
@@ -115,14 +115,30 @@ def test_one_leader_per_prefix_a_standby_refuses_changes_naming_it_and_takes_ove
     assert r.exit_code == 0 and f"leader {a_address} (pid {a.pid} on " in r.output, r.output
     assert metric(a_line, "jetfleet_controller_leader") == 1 and metric(b_line, "jetfleet_controller_leader") == 0
 
-    with OperatorClient(b_address) as c:
-        assert c.list_devices() == []   # reads are served
+    import grpc
+
+    from jetfleet.shared.grpc_errors import leader_of
+    from jetfleet.shared.proto import operator_pb2, operator_pb2_grpc
+
+    with grpc.insecure_channel(b_address) as channel:   # the wire: what any client sees
+        stub = operator_pb2_grpc.OperatorStub(channel)
+        calls = (("SetMode", lambda: stub.SetMode(operator_pb2.SetModeRequest(device_id="nr-0", mode="MAXN"), timeout=10)),
+                 ("ListDevices", lambda: stub.ListDevices(operator_pb2.ListDevicesRequest(), timeout=10)))
+        for name, call in calls:   # changes, and reads too while the leader is known: its answer is the live one
+            try:
+                call()
+                raise AssertionError(f"a standby answered {name}")
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.UNAVAILABLE, e
+                assert f"this controller is a standby and does not serve {name}" in e.details(), e.details()
+                assert f"the leader is {a_address} (pid {a.pid}" in e.details(), e.details()
+                assert leader_of(e) == a_address
+    with OperatorClient(b_address) as c:   # the client library goes where the standby says
         try:
             c.set_mode("nr-0", "MAXN")
-            raise AssertionError("a standby changed state")
-        except Unavailable as e:
-            assert "this controller is a standby and does not serve SetMode" in e.message, e.message
-            assert f"the leader is {a_address} (pid {a.pid}" in e.message, e.message
+            raise AssertionError("an unknown board's mode was set")
+        except NotFound:
+            assert c.address == a_address
 
     a.kill()   # -9: no clean shutdown, the lease expires by itself
     a.wait(10)

@@ -237,7 +237,7 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed_te
                 server = MetricsServer(metrics.registry, metrics_http).start()
             link = AgentLink(device, config, metrics=metrics, metrics_port=server.port if server else 0,
                              workloads=workloads.registry)
-            click.echo(f"agent {link.device_id} ({link.info.model}) dialling {config.controller}"
+            click.echo(f"agent {link.device_id} ({link.info.model}) dialling {', '.join(link.addresses)}"
                        + (f", metrics on {server.url}" if server else ""))
             await link.run(stop)
         finally:

@@ -1,7 +1,10 @@
-"""A standby serves reads and refuses everything else: a gRPC interceptor in front of every service.
+"""A standby acts on nothing: a gRPC interceptor in front of every service.
 
-Refused: operator calls that change state (or may: predictions train and cache models) and agents' sessions, with
-UNAVAILABLE naming the leader (its address also in trailing metadata, so agents and clients go there)."""
+Refused with UNAVAILABLE naming the leader (its address also in trailing metadata, so agents and clients go there):
+operator calls that change state (or may: predictions train and cache models), agents' sessions, and, while a
+leader is known, reads too (a standby's view of the boards is the store's, not the live one: the leader's answer
+is the true one). While no leader is known (a takeover under way, or a lab whose controllers all stand by) a standby
+answers reads from what it last loaded, so operators can still look."""
 
 from __future__ import annotations
 
@@ -15,14 +18,15 @@ from jetfleet.shared.errors import NotLeader
 from jetfleet.shared.grpc_errors import abort
 
 OPERATOR = "/jetfleet.v1.Operator/"
-# operator calls a standby answers from what it has read (its view may lag the leader's by the store's last write)
+# operator calls a standby answers while no leader is known, from what it has loaded
 READS = frozenset(OPERATOR + m for m in (
     "ListDevices", "GetDevice", "WatchTelemetry", "ListCampaigns", "GetCampaign", "ExportProfiles",
     "ExportProfilesStream", "ListModels", "GetModel", "ListJobs", "GetJob", "GetFleetPlan"))
 
 
 class StandbyGate(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Pass every call while this controller leads; on a standby pass reads, health and reflection only."""
+    """Pass every call while this controller leads; on a standby pass health and reflection, and reads while no
+    leader is known."""
 
     def __init__(self, role: Role) -> None:
         self.role = role
@@ -31,7 +35,7 @@ class StandbyGate(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                                 details: grpc.HandlerCallDetails) -> Any:
         """The call's handler, or one that refuses it (a standby, a call that is not a read)."""
         method = details.method
-        if self.role.leading or method in READS or method.startswith("/grpc."):
+        if self.role.leading or method.startswith("/grpc.") or (method in READS and not self.role.leader_address()):
             return await continuation(details)
         handler = await continuation(details)
         if handler is None:
