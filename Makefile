@@ -109,6 +109,7 @@ bench: $(STAMP)
 	$(PY) bench/fleet.py
 	$(PY) bench/jobs.py
 	$(PY) bench/scheduler.py
+	$(PY) bench/takeover.py
 
 # The slow tests with their printed figures (-s), then the long evaluations (tens of minutes; `--quick`
 # variants take minutes): reports with plots in eval-*/

@@ -34,6 +34,8 @@ SMOKE = {
              ["1/1 done", "CPU s per job", "calibrated transfer"]),
     "coverage": (["--workloads", "mobilenet_v3", "--epochs", "1"],
                  ["first 210 in grid order", "complete grid", "factor needed beyond a knob the fit saw move"]),
+    "takeover": (["--kills", "1", "--lease-ttl", "1"],
+                 ["lease taken by the standby: p50", "ratio", "operator change served again"]),
     "scheduler": (["--jobs", "3,30", "--boards", "12", "--queue", "30", "--racks", "2", "--highs-max", "0"],
                   ["3 jobs", "exhaustive optimum", "30 jobs, 2 racks", "scheduling pass", "ratio"]),
 }
