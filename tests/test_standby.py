@@ -202,3 +202,43 @@ def test_a_superseded_leaders_writes_are_refused_and_change_nothing(redis_server
     finally:
         for s in stores:
             s.close()
+
+
+def test_two_controllers_started_at_the_same_instant_elect_exactly_one(redis_server):
+    from jetfleet.controller.leader.status import lab_status
+
+    redis_server.flush()
+    both = [serve_redis(redis_server, "race"), serve_redis(redis_server, "race")]
+    lines = [listening_line(p) for p in both]
+    roles = sorted("leader" if line.rstrip().endswith(", leader") else "standby" if ", standby (the leader is " in line
+                   else line for line in lines)
+    assert roles == ["leader", "standby"], lines
+    leader = both[[line.rstrip().endswith(", leader") for line in lines].index(True)]
+    st = lab_status(redis_server.url, "race")
+    assert st.leader.pid == leader.pid and st.token == 1
+    for p in both:
+        p.terminate()
+        assert p.wait(15) == 0
+    # a clean stop gives the lease back at once: nobody leads, and no stale lease waits for its expiry
+    assert lab_status(redis_server.url, "race").leader is None
+
+
+def test_bad_controller_lists_and_prefixes_are_refused_naming_the_field(redis_server):
+    from click.testing import CliRunner
+
+    from jetfleet.cli.main import cli
+    from jetfleet.shared.address import controller_list
+    from jetfleet.shared.errors import InvalidArgument
+
+    assert controller_list("a, b:7,a:50051,[::1]") == ["a:50051", "b:7", "[::1]:50051"]
+    for bad, why in (("a,,b", "an empty address"), ("a,b:0", "the port must be"), (",".join("h%d" % i for i in range(17)),
+                                                                                    "at most 16")):
+        try:
+            controller_list(bad)
+            raise AssertionError(bad)
+        except InvalidArgument as e:
+            assert e.field == "controller" and why in e.message, e.message
+    r = CliRunner().invoke(cli, ["controller", "status", "--store", redis_server.url, "--store-prefix", "two words"])
+    assert r.exit_code == 3 and "store prefix 'two words'" in r.output, r.output
+    r = CliRunner().invoke(cli, ["devices", "ls", "--controller", "127.0.0.1:1,,127.0.0.1:2"])
+    assert r.exit_code == 3 and "an empty address in the list" in r.output, r.output
