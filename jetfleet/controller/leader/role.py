@@ -75,18 +75,34 @@ class Role:
             except asyncio.TimeoutError:
                 pass
             if self.leading:
-                if not await asyncio.to_thread(lease.renew):
+                try:
+                    kept = await asyncio.to_thread(lease.renew)
+                except Exception:   # an answer the lease cannot read: it cannot say it still leads
+                    log.exception("renewing the lease failed")
+                    kept = False
+                if not kept:
                     self.leading = False
                     self.metrics.leader.set(0)
                     self.lost.set()
                     await self.on_lost()
                     return
                 continue
-            token = await asyncio.to_thread(lease.try_acquire)
+            try:
+                token = await asyncio.to_thread(lease.try_acquire)
+                if not token:
+                    self.known_leader = await asyncio.to_thread(lease.leader)
+            except Exception:   # a standby keeps trying
+                log.exception("trying the lease failed")
+                continue
             if token:
-                await self._lead(token)
-            else:
-                self.known_leader = await asyncio.to_thread(lease.leader)
+                try:
+                    await self._lead(token)
+                except Exception:   # it could not load what it has to resume: give the lead up, and say so
+                    log.exception("taking the lead failed; giving it up")
+                    await self.on_lost()
+                    await self.release()
+                    self.lost.set()
+                    return
 
     async def _lead(self, token: int) -> None:
         if token > 1:
