@@ -53,9 +53,10 @@ def controller_group() -> None:
 @controller_group.command("serve")
 @click.option("--listen", default="127.0.0.1:50051", show_default=True, metavar="HOST:PORT")
 @click.option("--store", default=DEFAULT_DATA_DIR, show_default=True, envvar="JETFLEET_STORE",
-              metavar="PATH|redis://[:PASSWORD@]HOST:PORT/DB",
-              help="data directory for the embedded SQLite store, or a Redis URL (its password is never printed; "
-                   "give a URL with a password in $JETFLEET_STORE so no process listing shows it)")
+              metavar="PATH|redis://[:PASSWORD@]HOST:PORT/DB|redis+sentinel://[:PASSWORD@]HOST:PORT,.../MASTER",
+              help="data directory for the embedded SQLite store, or a Redis URL, or Redis Sentinels' addresses and "
+                   "the master's name (a password is never printed; give a URL with a password in $JETFLEET_STORE so "
+                   "no process listing shows it)")
 @click.option("--store-prefix", default="jetfleet", show_default=True, envvar="JETFLEET_STORE_PREFIX",
               help="Redis key prefix: controllers on one prefix are one lab and elect one leader (docs/standby.md)")
 @click.option("--lease-ttl", "lease_ttl_s", default=3.0, show_default=True, type=click.FloatRange(0.6, 600),
@@ -132,7 +133,7 @@ def controller_serve(listen: str, store: str, store_prefix: str, lease_ttl_s: fl
 
 @controller_group.command("status")
 @click.option("--store", default=DEFAULT_DATA_DIR, show_default=True, envvar="JETFLEET_STORE",
-              metavar="PATH|redis://[:PASSWORD@]HOST:PORT/DB", help="the lab's store, as given to `controller serve`")
+              metavar="PATH|redis://...|redis+sentinel://...", help="the lab's store, as given to `controller serve`")
 @click.option("--store-prefix", default="jetfleet", show_default=True, envvar="JETFLEET_STORE_PREFIX",
               help="the lab's Redis key prefix")
 @output_option

@@ -25,13 +25,14 @@ class LabStatus:
 
 def lab_status(store: str, prefix: str = "jetfleet") -> LabStatus:
     """Read who leads the lab whose store is ``store`` (a data directory or redis://HOST:PORT/DB)."""
-    if store.startswith("redis://"):
+    if store.startswith(("redis://", "redis+sentinel://")):
         import redis
 
-        from jetfleet.controller.store.redis import RedisStore, redacted
+        from jetfleet.controller.store.redis import RedisStore
+        from jetfleet.controller.store.redis_connect import connect, redacted
 
-        client = redis.Redis.from_url(store, decode_responses=True, socket_timeout=5, socket_connect_timeout=5)
         RedisStore.check_prefix(prefix)
+        client = connect(store, 5.0)
         try:
             info = read_leader(client, prefix)
         except (redis.ConnectionError, redis.TimeoutError) as e:

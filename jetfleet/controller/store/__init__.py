@@ -22,12 +22,13 @@ __all__ = ["CampaignRecord", "CommandRecord", "DeviceRecord", "Event", "JobRecor
 
 
 def open_store(spec: str | Path, *, max_events: int = MAX_EVENTS_PER_DEVICE, prefix: str = "jetfleet") -> Store:
-    """The store ``spec`` names: redis://HOST:PORT/DB opens Redis, anything else is a SQLite data directory.
+    """The store ``spec`` names: redis://HOST:PORT/DB opens Redis, redis+sentinel://HOST:PORT,.../MASTER the master
+    Redis Sentinel names, anything else is a SQLite data directory.
 
     ``max_events``: events kept per board (the oldest go first). ``prefix``: Redis's key prefix (one lab each:
     controllers on one prefix elect one leader; on another prefix they are another lab)."""
     text = str(spec)
-    if text.startswith("redis://"):
+    if text.startswith(("redis://", "redis+sentinel://")):
         from jetfleet.controller.store.redis import RedisStore
 
         return RedisStore(text, prefix, max_events=max_events)

@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from typing import Any
-from urllib.parse import urlparse
 
 import redis
 
@@ -29,6 +28,7 @@ from jetfleet.controller.store.base import (
 )
 from jetfleet.controller.store.jobs_redis import RedisJobs
 from jetfleet.controller.store.raw import raw_from_text, raw_to_text
+from jetfleet.controller.store.redis_connect import connect, redacted
 from jetfleet.shared.errors import AlreadyExists, InvalidArgument, PermissionDenied, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -57,16 +57,6 @@ return 1
 _SUMMARY_FIELDS = tuple(f.name for f in fields(ProfileRecord) if f.name not in ("raw", "raw_pb"))
 
 
-def redacted(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for logs, errors and the start-up line)."""
-    parsed = urlparse(url)
-    if parsed.password is None:
-        return url
-    user = parsed.username or ""
-    host = parsed.netloc.rpartition("@")[2]
-    return parsed._replace(netloc=f"{user}:***@{host}").geturl()
-
-
 class RedisStore(RedisJobs, Store):
     """The shared store: keys under ``prefix`` in Redis, for several controller replicas, of which only the leader
     writes (every write is fenced: ``fence``, jetfleet.controller.leader).
@@ -75,16 +65,11 @@ class RedisStore(RedisJobs, Store):
 
     def __init__(self, url: str, prefix: str = "jetfleet", *, max_events: int = MAX_EVENTS_PER_DEVICE,
                  timeout_s: float = 5.0) -> None:
-        parsed = urlparse(url)
         self._url = redacted(url)  # the password (redis://:PASSWORD@HOST) is used to connect, never shown
-        if parsed.scheme != "redis" or not parsed.hostname:
-            raise InvalidArgument(f"store {self._url!r}: expected redis://[:PASSWORD@]HOST:PORT/DB", field="store")
         self.p = self.check_prefix(prefix)
         self.max_events = max_events
-        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=timeout_s,
-                                      socket_connect_timeout=timeout_s)
-        self._client_for = lambda t: redis.Redis.from_url(url, decode_responses=True, socket_timeout=t,
-                                                          socket_connect_timeout=t)
+        self.r = connect(url, timeout_s)   # one server, or the master Redis Sentinel names (redis_connect.py)
+        self._client_for = lambda t: connect(url, t)
         self._record_script = self.r.register_script(_RECORD)   # EVALSHA: the script is sent once
         d = self.durability()
         if d["appendonly"] != "yes" or d["appendfsync"] != "always":
