@@ -12,7 +12,6 @@ from . import procs
 from .harness import free_port, wait_until
 
 
-
 def redis_proc(args: list[str]) -> procs.Child:
     return procs.spawn([shutil.which("redis-server") or "redis-server", *args], stdout=procs.DEVNULL,
                        stderr=procs.DEVNULL)
