@@ -119,7 +119,9 @@ class Controller:
         c = self.config
         lease = LeaseConfig(ttl_s=c.lease_ttl_s, renew_every_s=c.lease_renew_s, try_every_s=c.lease_try_s).check()
         self.store.fence(0)   # nothing is written until this controller leads
-        return RedisLease(self.store.client(timeout_s=min(1.0, lease.ttl_s / 3)), self.store.p, self.identity, lease)
+        # a renewal that hangs is given up within a renewal period, so a cut-off leader learns it early
+        timeout_s = max(0.25, min(1.0, lease.renew_every_s))
+        return RedisLease(self.store.client(timeout_s=timeout_s), self.store.p, self.identity, lease)
 
     async def start(self) -> int:
         """Load the boards, serve gRPC (plaintext off loopback only if ``insecure``), resume campaigns; returns the port."""
