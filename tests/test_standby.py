@@ -231,8 +231,8 @@ def test_bad_controller_lists_and_prefixes_are_refused_naming_the_field(redis_se
     from jetfleet.shared.errors import InvalidArgument
 
     assert controller_list("a, b:7,a:50051,[::1]") == ["a:50051", "b:7", "[::1]:50051"]
-    for bad, why in (("a,,b", "an empty address"), ("a,b:0", "the port must be"), (",".join("h%d" % i for i in range(17)),
-                                                                                    "at most 16")):
+    too_many = ",".join(f"h{i}" for i in range(17))
+    for bad, why in (("a,,b", "an empty address"), ("a,b:0", "the port must be"), (too_many, "at most 16")):
         try:
             controller_list(bad)
             raise AssertionError(bad)
