@@ -53,6 +53,17 @@ def test_the_store_follows_a_sentinel_failover_and_keeps_what_was_replicated(tmp
     wait_until(lambda: answers(m) and answers(r) and all(answers(p) for p in ports), 20, "the servers")
     wait_until(lambda: redis.Redis(port=r).info("replication").get("master_link_status") == "up", 20,
                "the replica in sync")
+
+    def sentinels_ready() -> bool:   # each knows the replica (from the master's INFO) and the two other Sentinels
+        for p in ports:
+            s = redis.Redis(port=p, decode_responses=True)
+            replicas = s.execute_command("SENTINEL", "REPLICAS", "lab")
+            others = s.execute_command("SENTINEL", "SENTINELS", "lab")
+            if not any(str(r) in str(x) for x in replicas) or len(others) < 2:
+                return False
+        return True
+
+    wait_until(sentinels_ready, 60, "the Sentinels to know the replica and each other")
     url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in ports) + "/lab"
     store = RedisStore(url, "sent", timeout_s=1.0)
     try:
