@@ -108,8 +108,10 @@ bench: $(STAMP)
 	$(PY) bench/metrics.py
 	$(PY) bench/fleet.py
 	$(PY) bench/jobs.py
+	$(PY) bench/operator.py
 	$(PY) bench/scheduler.py
 	$(PY) bench/takeover.py
+	$(PY) bench/session.py
 
 # The slow tests with their printed figures (-s), then the long evaluations (tens of minutes; `--quick`
 # variants take minutes): reports with plots in eval-*/

@@ -196,7 +196,8 @@ def test_roles_run_for_real_against_localhost_and_are_idempotent(tmp_path):
 
     run()
     second = run()
-    assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\s", second), second[-1500:]
+    changed = re.findall(r"TASK \[([^\]]+)\][^\n]*\n(?:[^\n]*\n)*?changed: ", second)
+    assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\s", second), (changed, second[-1500:])
     venv_python = root / "opt/jetfleet/venv/bin/python"
     check = procs.run([str(venv_python), "-c", "import jetfleet.agent.link, jetfleet.controller.server; print('ok')"])
     assert check.stdout.strip() == "ok", check.stderr

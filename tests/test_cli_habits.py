@@ -119,6 +119,7 @@ def test_eval_speaks_json(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)   # ~2 CPU minutes; far longer on a machine shared with other work
 def test_the_quick_powertrain_evaluation_reports_in_json_with_its_steps(tmp_path):
     r = CliRunner().invoke(cli, ["eval", "powertrain", "--quick", "--repeats", "2", "--out", str(tmp_path), "--output",
                                  "json"])

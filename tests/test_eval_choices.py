@@ -28,6 +28,7 @@ def test_choices_are_scored_before_and_after_the_loop_against_the_true_optimum()
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)   # ~2 CPU minutes; far longer on a machine shared with other work
 def test_the_quick_evaluation_writes_its_report(tmp_path):
     r = CliRunner().invoke(cli, ["eval", "choices", "--quick", "--repeats", "2", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output

@@ -92,7 +92,8 @@ def test_the_closed_loop_steps_the_mode_down_while_training_continues(lab, targe
     install(lab, target_models, "low")
     with OperatorClient(lab.address) as c:
         job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0",
-                                                      power_budget_w=11, minibatches=3000, window_s=5))
+                                                      power_budget_w=11, minibatches=3000, window_s=5,
+                                                      no_confirm=True))   # the loop's work, not the confirmation's
     job = wait_job(lab, job.job_id)
     assert job.state == "done" and job.minibatches_done == 3000
     assert job.predicted_power_w_hi <= 11 < job.segments[0].energy_j / job.segments[0].seconds  # the choice drew too much
@@ -152,9 +153,9 @@ def test_agent_restart_mid_run_resumes_from_durable_progress_counting_nothing_tw
         return original(workload, n, on_minibatch=count, **kw)
 
     agent.board.run_minibatches = counting
-    with OperatorClient(lab.address) as c:
+    with OperatorClient(lab.address) as c:   # (no confirming profiles: every run_minibatches here is training)
         job = c.call("SubmitJob", op.SubmitJobRequest(workload="mobilenet_v3", device_id="orin-nano-0",
-                                                      power_budget_w=11, minibatches=3000))
+                                                      power_budget_w=11, minibatches=3000, no_confirm=True))
     store = lab.lab.controller.store
     lab.wait(lambda: lab.do(lambda: store.get_job(job.job_id).minibatches_done) > 300, 60, "durable progress")
     lab.call(agent.stop())          # the agent process ends: its training stops with it

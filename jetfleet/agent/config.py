@@ -25,3 +25,5 @@ class AgentConfig:
     tls_cert: str = ""
     tls_key: str = ""
     insecure: bool = False              # allow plaintext to a non-loopback controller
+    session_socket: str = ""            # training sessions (jetfleet.session) on this Unix socket; "" for none
+    session_socket_mode: int = 0o660    # 0o600: the agent's user only; 0o660: and its group (the board's users)

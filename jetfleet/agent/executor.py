@@ -20,10 +20,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from jetfleet.agent import roofline
+from jetfleet.agent.attach import check_attach, run_attached
 from jetfleet.agent.device.base import Device
 from jetfleet.agent.energy import EnergyMeter
 from jetfleet.agent.metrics import AgentMetrics
-from jetfleet.agent.profiler import ProfileRequest, profile
+from jetfleet.agent.profiler import ProfileRequest, profile, profile_result_pb
 from jetfleet.agent.serving import (
     DEFAULT_LATENCY_WINDOW_S,
     StreamStats,
@@ -32,13 +33,13 @@ from jetfleet.agent.serving import (
     measure_inference,
     serve_beside_training,
 )
+from jetfleet.agent.sessions import SessionServer
 from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_command_id
 from jetfleet.shared.catalog import PowerMode
-from jetfleet.shared.columns import columns_from_samples
 from jetfleet.shared.compat import to_thread
-from jetfleet.shared.convert import mode_from_pb, mode_to_pb, sample_to_pb
-from jetfleet.shared.errors import Cancelled, InvalidArgument, JetfleetError
+from jetfleet.shared.convert import mode_from_pb, mode_to_pb
+from jetfleet.shared.errors import Cancelled, FailedPrecondition, InvalidArgument, JetfleetError
 from jetfleet.shared.grpc_errors import error_pb
 from jetfleet.shared.proto import agent_pb2
 from jetfleet.shared.workloads import WorkloadRegistry, check_run_args
@@ -53,7 +54,7 @@ class CommandExecutor:
     """Checks and runs the controller's commands on one device, one at a time, and remembers recent results by id."""
 
     def __init__(self, device: Device, *, remembered: int = 512, metrics: AgentMetrics | None = None,
-                 workloads: WorkloadRegistry | None = None) -> None:
+                 workloads: WorkloadRegistry | None = None, sessions: SessionServer | None = None) -> None:
         self.device = device
         self.metrics = metrics
         self.catalog = device.describe().catalog
@@ -61,10 +62,14 @@ class CommandExecutor:
         self.instance_id = uuid.uuid4().hex   # what it remembers and runs dies with this executor
         # Called from a worker thread with each progress report of a running training.
         self.on_progress: Callable[[agent_pb2.TrainingProgress], None] | None = None
+        # The operator's own training sessions (``sessions.py``): one that holds the board keeps other work off it,
+        # and a training command may adopt it (``attach.py``).
+        self.sessions = sessions
         self._results: OrderedDict[str, agent_pb2.CommandResult] = OrderedDict()
         self._running: dict[str, asyncio.Task[agent_pb2.CommandResult]] = {}
         self._cancel: dict[str, threading.Event] = {}
         self._training: set[str] = set()    # training commands running now (their own mode steps go through)
+        self._attaching: set[str] = set()   # of those, the ones adopting an operator's training session
         # Minibatches this board trained per training command (recent ones): the board's own count of its work,
         # which the controller's accounting is checked against (exactly once is judged here, on the board).
         self.trained: OrderedDict[str, int] = OrderedDict()
@@ -77,6 +82,20 @@ class CommandExecutor:
     def busy(self) -> str:
         """The id of a command running now, or '' when idle (reported in heartbeats)."""
         return next(iter(self._running), "")
+
+    @property
+    def in_hand(self) -> tuple[str, ...]:
+        """The ids of the commands received and not answered yet (running, or waiting for the board), in order."""
+        return tuple(self._running)
+
+    def remembered(self, command_id: str) -> agent_pb2.CommandResult | None:
+        """The result of a recent command that ended here, or None."""
+        return self._results.get(command_id)
+
+    @property
+    def busy_with_own_work(self) -> str:
+        """A running command other than one adopting a training session ('' if none): what keeps a session off."""
+        return next((c for c in self._running if c not in self._attaching), "")
 
     def check(self, cmd: agent_pb2.Command) -> None:
         """Refuse a malformed command before acknowledging it."""
@@ -93,6 +112,9 @@ class CommandExecutor:
                 check_command_id(cmd.set_mode.during_command_id, "set_mode.during_command_id")
         elif kind == "run_training":
             r = cmd.run_training
+            if r.attach:
+                check_attach(r)
+                return
             self.workloads.get(r.workload)
             check_run_args(r.minibatches, r.minibatch_size or defaults.MINIBATCH_SIZE, r.workers)
             if not 0 <= r.progress_interval_s <= MAX_PROGRESS_INTERVAL_S:
@@ -152,6 +174,11 @@ class CommandExecutor:
             if kind == "set_mode":
                 out.confirmed_mode.CopyFrom(mode_to_pb(await self._set_mode(cmd.set_mode)))
                 return out
+            holder = self._held_by()
+            if holder and not (kind == "run_training" and cmd.run_training.attach):
+                raise FailedPrecondition(f"the board is held by {holder}: one training at a time", field="board")
+            if kind == "run_profile":   # cancellable while it waits for the board (a campaign sends the next mode early)
+                self._cancel.setdefault(cmd.command_id, threading.Event())
             async with self._device_lock:
                 if kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
@@ -168,7 +195,15 @@ class CommandExecutor:
             log.exception("command %s failed", cmd.command_id)
             out.ok = False
             out.error.CopyFrom(error_pb(e))
+        finally:
+            if kind == "run_profile":
+                self._cancel.pop(cmd.command_id, None)
         return out
+
+    def _held_by(self) -> str:
+        """The training session that holds the board ('' if none)."""
+        live = self.sessions.live if self.sessions is not None else None
+        return f"training session {live.session_id} ({live.workload}, pid {live.pid})" if live is not None else ""
 
     def close(self) -> None:
         """The agent is stopping: runs in flight stop after their current minibatch (a process that dies stops them too)."""
@@ -198,7 +233,9 @@ class CommandExecutor:
 
     async def _profile(self, cmd: agent_pb2.Command) -> agent_pb2.ProfileResult:
         req = self._profile_request(cmd)
-        ev = self._cancel[cmd.command_id] = threading.Event()
+        ev = self._cancel.setdefault(cmd.command_id, threading.Event())
+        if ev.is_set():   # cancelled while it waited for the board: it never starts
+            raise Cancelled(f"profile {cmd.command_id} cancelled before it started", field="command_id")
         observer = self._observer(req.workload)
 
         columns = self.columns
@@ -206,15 +243,7 @@ class CommandExecutor:
         def run() -> tuple[PowerMode, agent_pb2.ProfileResult]:
             # in the worker thread, the wire message too: a long window holds tens of thousands of samples
             p = profile(self.device, req, observer, ev, self.workloads)
-            out = agent_pb2.ProfileResult(
-                workload=p.workload, mode=mode_to_pb(p.mode), minibatch_times_s=p.minibatch_times_s,
-                steady_state_found=p.steady_state_found, window_start_s=p.window_start_s, window_end_s=p.window_end_s)
-            cols = columns_from_samples(p.power) if columns else None
-            if cols is not None:
-                out.power_columns.CopyFrom(cols)
-            else:
-                out.power.extend([sample_to_pb(s) for s in p.power])
-            return p.mode, out
+            return p.mode, profile_result_pb(p, columns=columns)
 
         try:
             mode, result = await to_thread(run)
@@ -252,9 +281,30 @@ class CommandExecutor:
             return None
         return lambda i, t: metrics.observe_minibatch(workload, t)
 
+    async def _attached(self, cmd: agent_pb2.Command) -> agent_pb2.TrainingResult:
+        """The operator's own training adopted as this command (``attach.py``); the job's steps go through."""
+        cid = cmd.command_id
+        ev = self._cancel[cid] = threading.Event()
+        self._training.add(cid)
+        self._attaching.add(cid)
+        self.trained[cid] = self.trained.get(cid, 0)
+
+        def count(n: int) -> None:
+            self.trained[cid] = self.trained.get(cid, 0) + n
+
+        try:
+            return await run_attached(self.device, self.sessions, cid, cmd.run_training, ev, self.on_progress, count)
+        finally:
+            async with self._step_lock:
+                self._training.discard(cid)
+            self._attaching.discard(cid)
+            self._cancel.pop(cid, None)
+
     async def _train(self, cmd: agent_pb2.Command) -> agent_pb2.TrainingResult:
         r = cmd.run_training
         cid = cmd.command_id
+        if r.attach:
+            return await self._attached(cmd)
         ev = self._cancel[cid] = threading.Event()
         observe = self._observer(r.workload)
         meter = EnergyMeter(self.device)

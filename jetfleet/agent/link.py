@@ -16,6 +16,7 @@ from jetfleet.agent.config import AgentConfig
 from jetfleet.agent.device.base import Device, TelemetrySample
 from jetfleet.agent.executor import CommandExecutor
 from jetfleet.agent.metrics import AgentMetrics
+from jetfleet.agent.sessions import SessionConfig, SessionServer
 from jetfleet.shared import defaults
 from jetfleet.shared.address import controller_list
 from jetfleet.shared.backoff import admission_delay_s, backoff_delay_s
@@ -91,8 +92,14 @@ class AgentLink:
         self.metrics = metrics
         self.metrics_port = metrics_port
         self.workloads = workloads or WorkloadRegistry.builtin()
+        # The operator's own training processes join through this socket (``sessions.py``); while one holds the
+        # board the executor refuses other work, and a session is refused while a command runs.
+        self.training_sessions: SessionServer | None = None
+        if config.session_socket:
+            self.training_sessions = SessionServer(
+                device, SessionConfig(path=config.session_socket, mode=config.session_socket_mode), busy=self._busy)
         self.executor = CommandExecutor(device, remembered=config.remembered_results, metrics=metrics,
-                                        workloads=self.workloads)
+                                        workloads=self.workloads, sessions=self.training_sessions)
         self._outq: asyncio.Queue[agent_pb2.AgentMessage | None] | None = None   # the current session's
         self._loop: asyncio.AbstractEventLoop | None = None
         self.buffer: deque[TelemetrySample] = deque(maxlen=config.max_buffer_samples)
@@ -125,6 +132,11 @@ class AgentLink:
         # The twin answers in microseconds; a real board reads sysfs, which may block.
         self._blocking = not device.capabilities.cheap_io
 
+    def _busy(self) -> str:
+        """What keeps a new training session off the board: a command running for the controller."""
+        busy = self.executor.busy_with_own_work
+        return f"running command {busy} for the controller" if busy else ""
+
     # --- device calls ---------------------------------------------------------------------------
     async def _call(self, fn: Callable[[], object]) -> object:
         return await to_thread(fn) if self._blocking else fn()
@@ -153,6 +165,8 @@ class AgentLink:
         """Until ``stop`` is set: connect, serve the session, back off, reconnect. When it ends, runs in flight stop."""
         self._loop = asyncio.get_running_loop()
         self.executor.on_progress = self._progress_from_thread
+        if self.training_sessions is not None:
+            await self.training_sessions.start()
         sampler = asyncio.create_task(self._sample_loop(stop))
         attempt = 0
         try:
@@ -203,6 +217,8 @@ class AgentLink:
         finally:
             sampler.cancel()
             self.executor.close()
+            if self.training_sessions is not None:
+                await self.training_sessions.stop()
 
     @property
     def controller(self) -> str:

@@ -25,9 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jetfleet.agent.device.base import Device, TelemetrySample
+from jetfleet.agent.trace import PowerTrace
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.convert import mode_to_pb, sample_to_pb
 from jetfleet.shared.errors import Cancelled, DeviceError, InvalidArgument
+from jetfleet.shared.proto import agent_pb2
 from jetfleet.shared.summary import Summary, summarise
 from jetfleet.shared.workloads import MAX_MINIBATCHES, WorkloadRegistry, check_run_args
 
@@ -70,7 +73,7 @@ class Profile:
     workload: str
     mode: PowerMode
     minibatch_times_s: list[float]      # the kept window
-    power: list[TelemetrySample]        # every sample inside the window
+    power: PowerTrace                   # every sample inside the window (as columns where they share a layout)
     steady_state_found: bool
     window_start_s: float
     window_end_s: float
@@ -108,10 +111,10 @@ class _SamplerThread:
         self._thread.start()
         self._stop.wait(self.interval_s * STEADY_LOOKBACK)  # an idle baseline before the work
 
-    def stop(self) -> list[TelemetrySample]:
+    def stop(self) -> PowerTrace:
         self._stop.set()
         self._thread.join()
-        return self.samples
+        return PowerTrace.from_samples(self.samples)
 
 
 class _BoardClockRecorder:
@@ -124,8 +127,8 @@ class _BoardClockRecorder:
     def start(self) -> None:
         self.t0 = self.device.now_s() - self.interval_s * STEADY_LOOKBACK  # the board was idle before
 
-    def stop(self) -> list[TelemetrySample]:
-        return self.device.trace(self.t0, self.device.now_s(), self.interval_s)
+    def stop(self) -> PowerTrace:
+        return self.device.trace_columns(self.t0, self.device.now_s(), self.interval_s)
 
 
 def _window(times: Sequence[float], first: int, minibatches: int, min_window_s: float) -> list[float]:
@@ -175,8 +178,8 @@ def profile(device: Device, req: ProfileRequest, observer: Callable[[int, float]
                                      on_minibatch=on_minibatch)
     finally:
         samples = recorder.stop()
-    idx = find_steady_state([s.total_w for s in samples])
-    steady_start = samples[idx].t_s if idx is not None else run.start_s
+    idx = find_steady_state(samples.column("total_w"))
+    steady_start = samples.column("t_s")[idx] if idx is not None else run.start_s
     starts = [run.start_s]
     for t in run.minibatch_times_s[:-1]:
         starts.append(starts[-1] + t)
@@ -188,9 +191,23 @@ def profile(device: Device, req: ProfileRequest, observer: Callable[[int, float]
         raise DeviceError(f"no minibatch of {req.workload} ran after the steady state was reached", field="mode")
     window_start = starts[first]
     window_end = window_start + sum(kept)
-    power = [s for s in samples if window_start <= s.t_s <= window_end]
-    if not power:
+    power = samples.window(window_start, window_end)
+    if not len(power):
         raise DeviceError(f"the measured window of {req.workload} in {req.mode} ({window_end - window_start:.3f} s) "
                           "holds no power sample", field="power")
     return Profile(req.workload, confirmed, kept, power, idx is not None, window_start, window_end,
-                   summarise(kept, [s.total_w for s in power]))
+                   summarise(kept, power.column("total_w")))
+
+
+def profile_result_pb(p: Profile, *, columns: bool) -> agent_pb2.ProfileResult:
+    """A profile as the wire's ProfileResult: the window's samples as one columns block when the controller reads
+    columns (``columns``) and they share a layout, else one message per sample."""
+    out = agent_pb2.ProfileResult(
+        workload=p.workload, mode=mode_to_pb(p.mode), minibatch_times_s=p.minibatch_times_s,
+        steady_state_found=p.steady_state_found, window_start_s=p.window_start_s, window_end_s=p.window_end_s)
+    cols = p.power.columns_pb() if columns else None
+    if cols is not None:
+        out.power_columns.CopyFrom(cols)
+    else:
+        out.power.extend([sample_to_pb(s) for s in p.power.samples()])
+    return out

@@ -87,9 +87,9 @@ def controller_serve(listen: str, store: str, store_prefix: str, lease_ttl_s: fl
                      insecure: bool, max_connections: int, handshake_timeout_s: float, max_hellos_in_flight: int) -> None:
     """Run the controller until SIGTERM or Ctrl-C (Python 3.11 or newer).
 
-    On Redis, controllers sharing a --store-prefix elect one leader; the others stand by, serve reads, and take over
-    when the leader's lease expires. A leader that loses its lease stops acting and exits with status 5 (systemd
-    starts it again, as a standby)."""
+    On Redis, controllers sharing a --store-prefix elect one leader; the others stand by (refusing calls, naming the
+    leader) and take over when the leader's lease expires. A leader that loses its lease stops acting and exits with
+    status 5 (systemd starts it again, as a standby)."""
     import sys
 
     if sys.version_info < (3, 11):
@@ -194,11 +194,16 @@ def agent_group() -> None:
 @click.option("--tls-cert", default="", help="this agent's certificate (its name must be the device id)")
 @click.option("--tls-key", default="")
 @click.option("--insecure", is_flag=True, help="allow plaintext to a non-loopback controller (logged loudly)")
+@click.option("--session-socket", default="", metavar="PATH",
+              help="let training processes on this board join through this Unix socket (jetfleet.session; "
+                   "e.g. /run/jetfleet/session.sock)")
+@click.option("--session-socket-mode", type=click.Choice(["0600", "0660"]), default="0660", show_default=True,
+              help="who may join: the agent's user (0600) or also its group (0660)")
 @handle_errors
 def agent_run(controller: str | None, device_spec: str, device_id: str, speed_text: str, route: str, telemetry: str,
               fan: str, board_root: str, state_dir: str, metrics_port: int | None, metrics_address: str,
               metrics_tls_cert: str, metrics_tls_key: str, metrics_auth_file: str, tls_ca: str, tls_cert: str,
-              tls_key: str, insecure: bool) -> None:
+              tls_key: str, insecure: bool, session_socket: str, session_socket_mode: str) -> None:
     """Dial the controller and serve this board until SIGTERM or Ctrl-C; a real board is left as it was found."""
     from dataclasses import replace
 
@@ -220,7 +225,8 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed_te
         click.echo(f"warning: workload plugin {name} is broken and not offered: {why}", err=True)
     config = AgentConfig(controller=controller_address(controller), device_id=device_id,
                          metrics_port=metrics_port, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
-                         insecure=insecure)
+                         insecure=insecure, session_socket=session_socket,
+                         session_socket_mode=int(session_socket_mode, 8))
     if telemetry == "jtop":  # jtop's clients share one interval of at least 0.5 s: sample no faster
         config = replace(config, sample_interval_s=max(config.sample_interval_s, options.jtop_interval_s))
     device = open_device(device_spec, speed=speed, sysfs_root=board_root, options=options, workloads=workloads)
@@ -239,7 +245,8 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed_te
             link = AgentLink(device, config, metrics=metrics, metrics_port=server.port if server else 0,
                              workloads=workloads.registry)
             click.echo(f"agent {link.device_id} ({link.info.model}) dialling {', '.join(link.addresses)}"
-                       + (f", metrics on {server.url}" if server else ""))
+                       + (f", metrics on {server.url}" if server else "")
+                       + (f", training sessions on {config.session_socket}" if config.session_socket else ""))
             await link.run(stop)
         finally:
             if server is not None:
@@ -289,8 +296,11 @@ def speed_words(speed: float) -> str:
               help="how fast the boards' clocks run: 100 (board seconds per wall second), inf (instant: campaigns are "
                    "bound by the store, not the boards) or real (1x, as a real board)")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None)
+@click.option("--session-dir", default="", metavar="DIR",
+              help="each board takes training sessions (jetfleet.session) on DIR/DEVICE.sock [default: DATA_DIR/sessions]")
 @handle_errors
-def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_port: int | None) -> None:
+def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_port: int | None,
+           session_dir: str) -> None:
     """Run a lab of emulated boards until interrupted (their clocks at 100x real time unless --speed says)."""
     from jetfleet.controller.config import ControllerConfig
     from jetfleet.lab import Lab
@@ -306,8 +316,9 @@ def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_por
     async def main(stop: asyncio.Event) -> None:
         from jetfleet.agent.workloads.plugins import load_workloads
 
+        sessions = session_dir or str(Path(data_dir).expanduser() / "sessions")
         lab = Lab(config, models, speed=speed, agent_metrics=metrics_port is not None,
-                  workloads=load_workloads().registry)
+                  workloads=load_workloads().registry, session_dir=sessions)
         await lab.start()
         await lab.wait_online()
         click.echo(f"lab up on {lab.address} with {len(models)} emulated boards: "
@@ -315,6 +326,8 @@ def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_por
         click.echo(f"the boards' clocks run at {speed_words(speed)} (--speed; `jetfleet devices ls` shows it); "
                    "times in `profile` and `job` are board time")
         click.echo(f"try: JETFLEET_CONTROLLER={lab.address} jetfleet devices ls")
+        click.echo(f"your own training joins a board through {sessions}/DEVICE.sock (jetfleet.session; "
+                   "examples/own-training)")
         if metrics_port is not None:
             ports = ", ".join(f"{a.device_id} :{a.metrics_port}" for a in lab.agents)
             click.echo(f"metrics: controller :{metrics_port}; agents {ports} "

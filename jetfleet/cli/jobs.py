@@ -45,6 +45,11 @@ def job_text(d: dict[str, Any]) -> str:
                      f"(<= {c['predicted_time_ms_hi']:.1f}), {c['predicted_power_w']:.2f} W (<= "
                      f"{c['predicted_power_w_hi']:.2f} at {c['confidence']:.0%})" + (" AT RISK" if c["at_risk"] else "")
                      + f"; model {d['model_id']}" + ("" if d.get("covered", True) else " (OUTSIDE its coverage)"))
+    for cf in d.get("confirms", []):
+        lines.append(f"  confirming: {cf['mode']} measured {cf['power_w']:.2f} W (bound {cf['predicted_power_w_hi']:.2f})"
+                     f", {cf['time_ms']:.1f} ms" + (" — over the budget" if cf["over"] else ""))
+    if d.get("choice_note"):
+        lines.append(f"  choice: {d['choice_note']}")
     if d["observed"]:
         o = d["observed"]
         budget = d["power_budget_w"]
@@ -83,7 +88,12 @@ def job_group() -> None:
 
 
 @job_group.command("submit")
-@click.option("--workload", required=True, shell_complete=complete_workloads)
+@click.option("--workload", default="", shell_complete=complete_workloads, help="a registered workload, or")
+@click.option("--attach", "attach", default="", metavar="NAME",
+              help="the operator's own training process on --device, whose jetfleet.session is named NAME (it may "
+                   "start before or after the job)")
+@click.option("--attach-timeout", "attach_timeout_s", default=0.0, type=click.FloatRange(0, 86400),
+              help="seconds for that process to join and between its steps (default 60)")
 @click.option("--device", "device_id", default="", help="one board ...", shell_complete=complete_devices)
 @click.option("--board-model", default="", help="... or any online board of a model", shell_complete=complete_board_models)
 @click.option("--power-budget", default=None, help="fastest mode under this power, e.g. 30W")
@@ -98,6 +108,9 @@ def job_group() -> None:
 @click.option("--strategy", default="", help="which modes: balanced (default), active, random, spread")
 @click.option("--confidence", default=0.0, type=float, help="of the upper bound the choice must keep (default 0.9)")
 @click.option("--max-steps", default=0, type=click.IntRange(0), help="closed-loop steps (default 3)")
+@click.option("--confirm-profiles", default=0, type=click.IntRange(0),
+              help="a power budget's choice: modes measured on the board before committing (default 3)")
+@click.option("--no-confirm", is_flag=True, help="commit to the model's choice without measuring it first")
 @click.option("--window", "window_s", default=0.0, type=float, help="board seconds per power check (default 10)")
 @click.option("--request-id", default="", help="a retried submit with this id returns the same job")
 @click.option("--with-inference", "inference_workload", default="", shell_complete=complete_workloads,
@@ -116,12 +129,16 @@ def job_group() -> None:
 @handle_errors
 def job_submit(conn: Connection, workload: str, device_id: str, board_model: str, power_budget: str | None,
                deadline: str | None, min_energy: bool, minibatches: int, epochs: int, minibatches_per_epoch: int,
-               profile_modes: int, strategy: str, confidence: float, max_steps: int, window_s: float, request_id: str,
-               inference_workload: str, arrival_rate: float, trace_path: str | None, latency_budget: str | None,
-               inference_batch_size: int, fleet: bool, priority: float, wait: bool, output: str) -> None:
+               profile_modes: int, strategy: str, confidence: float, max_steps: int, confirm_profiles: int,
+               no_confirm: bool, window_s: float, request_id: str, inference_workload: str, arrival_rate: float,
+               trace_path: str | None, latency_budget: str | None,
+               inference_batch_size: int, fleet: bool, priority: float, wait: bool, output: str, attach: str,
+               attach_timeout_s: float) -> None:
     """Submit a training job; prints its id at once (and, with --wait, its progress and summary). With
     --with-inference it serves that inference stream beside the training, the mode and largest batch chosen to
     keep both the power budget and the latency budget (on p95)."""
+    if bool(workload) == bool(attach):
+        raise click.UsageError("give --workload (a registered workload) or --attach NAME (your own training), one")
     if epochs and not minibatches_per_epoch:
         raise click.UsageError("--epochs needs --minibatches-per-epoch (the length of an epoch in minibatches)")
     if inference_batch_size:
@@ -141,15 +158,16 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
         budget_s = parse_latency(latency_budget)
     with conn.client() as c:
         job = c.submit_job(
-            workload, device_id=device_id, board_model=board_model,
+            workload or attach, device_id=device_id, board_model=board_model,
             power_budget_w=parse_power_budget(power_budget) if power_budget else 0.0,
             deadline_s=parse_deadline(deadline) if deadline else 0.0, min_energy=min_energy,
             minibatches=minibatches, epochs=epochs, minibatches_per_epoch=minibatches_per_epoch,
             profile_modes=profile_modes, strategy=strategy, confidence=confidence, max_steps=max_steps,
             window_s=window_s, request_id=request_id, inference_workload=inference_workload,
             arrival_rate=arrival_rate, arrival_times_s=times, latency_budget_s=budget_s,
-            inference_batch_size=inference_batch_size, fleet=fleet, priority=priority)
-        say(output, f"job {job.job_id} submitted: {job.goal} for {workload} on {job.target} — {job.state}"
+            inference_batch_size=inference_batch_size, fleet=fleet, priority=priority, attach=bool(attach),
+            attach_timeout_s=attach_timeout_s, confirm_profiles=confirm_profiles, no_confirm=no_confirm)
+        say(output, f"job {job.job_id} submitted: {job.goal} for {workload or attach} on {job.target} — {job.state}"
             + (f": {job.detail}" if job.detail else "")
             + ("" if wait else f" (follow it: jetfleet job show {job.job_id})"), job_id=job.job_id)
         if wait:

@@ -18,14 +18,15 @@ _EXPORTS = {
     "Campaign": "campaigns", "ExportedProfiles": "campaigns", "ImportResult": "campaigns",
     "DEFAULT_CONTROLLER": "core", "OperatorClient": "core", "connect": "core", "controller_address": "core",
     "CatalogSummary": "devices", "Device": "devices", "SetModeResult": "devices", "TelemetrySample": "devices",
-    "Job": "jobs", "JobRun": "jobs", "JobSegment": "jobs", "JobStep": "jobs", "JobVerdict": "jobs",
+    "Job": "jobs", "JobConfirm": "jobs", "JobRun": "jobs", "JobSegment": "jobs", "JobStep": "jobs", "JobVerdict": "jobs",
     "Applied": "models", "Choice": "models", "KnobCoverage": "models", "Model": "models", "ModelCoverage": "models",
     "Prediction": "models", "Predictions": "models", "TrainingProgress": "models",
     "ProfiledWorkload": "rooflines", "RooflinePoint": "rooflines", "Rooflines": "rooflines",
     "ClientSettings": "settings", "resolve": "settings",
 }
 __all__ = ["DEFAULT_CONTROLLER", "Applied", "Campaign", "CatalogSummary", "Choice", "ClientSettings", "Device",
-           "ExportedProfiles", "ImportResult", "Job", "JobRun", "JobSegment", "JobStep", "JobVerdict", "KnobCoverage",
+           "ExportedProfiles", "ImportResult", "Job", "JobConfirm", "JobRun", "JobSegment", "JobStep", "JobVerdict",
+           "KnobCoverage",
            "Model", "ModelCoverage",
            "OperatorClient", "Prediction",
            "Predictions", "ProfiledWorkload", "RooflinePoint", "Rooflines", "SetModeResult", "TelemetrySample",
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from jetfleet.client.campaigns import Campaign, ExportedProfiles, ImportResult
     from jetfleet.client.core import DEFAULT_CONTROLLER, OperatorClient, connect, controller_address
     from jetfleet.client.devices import CatalogSummary, Device, SetModeResult, TelemetrySample
-    from jetfleet.client.jobs import Job, JobRun, JobSegment, JobStep, JobVerdict
+    from jetfleet.client.jobs import Job, JobConfirm, JobRun, JobSegment, JobStep, JobVerdict
     from jetfleet.client.models import (
         Applied,
         Choice,

@@ -110,6 +110,20 @@ class JobRun:
 
 
 @dataclass(frozen=True)
+class JobConfirm:
+    """A mode measured on the job's board before it committed to its power budget's choice: what it drew against
+    the model's upper bound for it, and whether that was over the budget."""
+
+    mode: str
+    device_id: str
+    power_w: float
+    time_ms: float
+    predicted_power_w_hi: float
+    over: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Job:
     """A training job: goal, state (``detail`` says what it does or waits for), progress in minibatches and board
     seconds, the choice with its bounds, the last window observed, every step, time per mode, the summary."""
@@ -155,6 +169,8 @@ class Job:
     board_minibatches: int = 0   # what the boards trained for it (above its length when work was redone)
     history: list[tuple[str, str, float]] = field(default_factory=list)   # (state, why, epoch s) of each move
     covered: bool = True      # the first choice lies within its model's fitted knob levels
+    choice_note: str = ""     # how the choice was made when it is marked or was confirmed by measuring
+    confirms: list[JobConfirm] = field(default_factory=list)   # modes measured before committing (power budgets)
 
     @classmethod
     def from_pb(cls, j: operator_pb2.Job) -> Job:
@@ -175,7 +191,9 @@ class Job:
             JobVerdict(j.verdict.judged, j.verdict.kept, j.verdict.constraint, j.verdict.objective, j.verdict.text)
             if j.HasField("verdict") else None,
             [JobRun(r.run_id, r.device_id, r.base_done, r.trained, r.elapsed_s, r.energy_j, r.ended) for r in j.runs],
-            j.board_minibatches, [(t.state, t.why, t.at_s) for t in j.history], j.covered)
+            j.board_minibatches, [(t.state, t.why, t.at_s) for t in j.history], j.covered, j.choice_note,
+            [JobConfirm(c.mode, c.device_id, c.power_w, c.time_ms, c.predicted_power_w_hi, c.over, c.seconds)
+             for c in j.confirms])
 
     @property
     def target(self) -> str:
@@ -231,7 +249,10 @@ class Job:
             "runs": [{"run_id": r.run_id, "device_id": r.device_id, "from_minibatch": r.base_done,
                       "trained": r.trained, "seconds": round(r.elapsed_s, 1), "energy_j": round(r.energy_j, 1),
                       "ended": r.ended} for r in self.runs],
-            "board_minibatches": self.board_minibatches,
+            "board_minibatches": self.board_minibatches, "choice_note": self.choice_note,
+            "confirms": [{"mode": c.mode, "device_id": c.device_id, "power_w": round(c.power_w, 3),
+                          "time_ms": round(c.time_ms, 3), "predicted_power_w_hi": round(c.predicted_power_w_hi, 3),
+                          "over": c.over, "seconds": round(c.seconds, 1)} for c in self.confirms],
             "history": [{"state": st, "why": why, "at_s": at} for st, why, at in self.history]}
 
 
@@ -246,7 +267,8 @@ class JobMethods:
                    max_steps: int = 0, window_s: float = 0.0, request_id: str = "", inference_workload: str = "",
                    arrival_rate: float = 0.0, arrival_times_s: Sequence[float] = (), latency_budget_s: float = 0.0,
                    inference_batch_size: int = 0, fleet: bool = False,
-                   priority: float = 0.0) -> Job:
+                   priority: float = 0.0, attach: bool = False, attach_timeout_s: float = 0.0,
+                   confirm_profiles: int = 0, no_confirm: bool = False) -> Job:
         """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
         (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
         ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
@@ -255,7 +277,11 @@ class JobMethods:
         and paces it with the others (``priority`` weighs it, 0 = 1; ``deadline_s`` then orders the queue).
         Serving inference beside it (needs a power budget): ``inference_workload`` at ``arrival_rate`` requests/s (or
         the trace ``arrival_times_s``) within ``latency_budget_s`` on p95, batches of up to ``inference_batch_size``
-        (0: the controller chooses)."""
+        (0: the controller chooses). ``attach``: adopt the operator's own training process on ``device_id``, whose
+        session (``jetfleet.session``) is named ``workload``; it must join and keep stepping within
+        ``attach_timeout_s`` (0: 60 s). A power budget's choice of a built-in workload is measured on the board before
+        the job commits to it (at most ``confirm_profiles`` modes, 0 = 3; ``no_confirm`` commits to the model's
+        choice unmeasured)."""
         req = operator_pb2.SubmitJobRequest(
             workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
             deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,
@@ -263,7 +289,8 @@ class JobMethods:
             confidence=confidence, max_steps=max_steps, window_s=window_s, request_id=request_id,
             inference_workload=inference_workload, arrival_rate=arrival_rate, arrival_times_s=list(arrival_times_s),
             latency_budget_s=latency_budget_s, inference_batch_size=inference_batch_size, fleet=fleet,
-            priority=priority)
+            priority=priority, attach=attach, attach_timeout_s=attach_timeout_s, confirm_profiles=confirm_profiles,
+            no_confirm=no_confirm)
         return Job.from_pb(self._unary("SubmitJob", req, 120))
 
     def list_jobs(self) -> list[Job]:

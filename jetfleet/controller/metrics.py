@@ -85,6 +85,7 @@ class ControllerMetrics:
                                "its Redis lease (0 on a standby and on SQLite)", registry=r)
         self.takeovers = Counter("jetfleet_controller_takeovers_total", "Times this controller took the lead of a "
                                  "lab that had a leader before (a Redis lease term after the first)", registry=r)
+        self._job_stage: dict[str, tuple[str, str, str]] = {}   # job -> the labels of its progress timestamp series
 
     def board_offline(self, device_id: str, board_model: str) -> None:
         """A board went offline: its live measurements go (a dead board reports nothing), its state says 0."""
@@ -99,16 +100,29 @@ class ControllerMetrics:
             _remove_matching(metric, device=device_id)
 
     def job_moved(self, job_id: str, workload: str, stage: str, t_s: float) -> None:
-        """An active job moved on at ``t_s`` (Unix time) in ``stage``; the series of its earlier stage goes."""
-        _remove_matching(self.job_last_progress, job_id=job_id)
-        self.job_last_progress.labels(job_id, workload, stage).set(t_s)
+        """An active job moved on at ``t_s`` (Unix time) in ``stage``; the series of its earlier stage goes.
+
+        Called with every progress report of every running job: O(1), the job's one series is remembered by its
+        labels (walking every series of the metric to find it cost 18% of a busy controller with 100 jobs)."""
+        labels = (job_id, workload, stage)
+        before = self._job_stage.get(job_id)
+        if before != labels:
+            if before is not None:
+                _remove(self.job_last_progress, *before)
+            self._job_stage[job_id] = labels
+        self.job_last_progress.labels(*labels).set(t_s)
 
     def job_inactive(self, job_id: str, *, ended: bool) -> None:
         """A job waits in the queue (nothing to stall) or ``ended``: its progress timestamp goes, and once it
         ended, its live power series too (a finished job draws nothing)."""
-        _remove_matching(self.job_last_progress, job_id=job_id)
+        self._drop_stage(job_id)
         if ended:
             self.drop_job_power(job_id)
+
+    def _drop_stage(self, job_id: str) -> None:
+        before = self._job_stage.pop(job_id, None)
+        if before is not None:
+            _remove(self.job_last_progress, *before)
 
     def drop_job_power(self, job_id: str) -> None:
         """Remove a job's power series (it ended, or moved to another board)."""
@@ -127,8 +141,8 @@ class ControllerMetrics:
         """A job reached a terminal state (done, failed, cancelled): every series naming it goes — its progress,
         power, progress timestamp and inference streams — so an ended job stops being exported (dashboards show
         its history from Prometheus's storage)."""
-        for metric in (self.job_progress, self.job_last_progress):
-            _remove_matching(metric, job_id=job_id)
+        _remove_matching(self.job_progress, job_id=job_id)   # once per job: walking the series is fine here
+        self._drop_stage(job_id)
         self.drop_job_power(job_id)
         self.inference.forget(job_id)
 

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from jetfleet.agent.config import AgentConfig
 from jetfleet.agent.link import AgentLink
@@ -71,8 +72,9 @@ class Lab:
 
     def __init__(self, config: ControllerConfig, boards: list[str], *, agent_config: AgentConfig | None = None,
                  speed: float = math.inf, seed: int = 0, agent_metrics: bool = False,
-                 workloads: WorkloadRegistry | None = None) -> None:
+                 workloads: WorkloadRegistry | None = None, session_dir: str = "") -> None:
         self.agent_metrics = agent_metrics
+        self.session_dir = session_dir   # each board's training-session socket: DIR/DEVICE.sock ("" for none)
         self.workloads = workloads   # what every emulated board runs: the built-ins plus installed plugins
         self.config = config
         self.agent_config = agent_config or AgentConfig()
@@ -111,6 +113,8 @@ class Lab:
         board = EmulatedBoard(model, seed, speed=self.speed if speed is None else speed, workloads=self.workloads,
                               catalog=catalog)
         cfg = replace(self.agent_config, controller=self.address, device_id=device_id or f"{model}-{seed}")
+        if self.session_dir:
+            cfg = replace(cfg, session_socket=str(Path(self.session_dir) / f"{cfg.device_id}.sock"))
         agent = FakeAgent(board, cfg, with_metrics=self.agent_metrics, workloads=self.workloads)
         agent.start()
         self.agents.append(agent)

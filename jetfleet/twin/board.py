@@ -15,9 +15,11 @@ import math
 import platform
 import threading
 import time
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -31,10 +33,11 @@ from jetfleet.agent.device.base import (
     RunResult,
     TelemetrySample,
 )
+from jetfleet.agent.trace import PowerTrace
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode, Rail, builtin_catalogs, get_catalog
 from jetfleet.shared.errors import InvalidArgument
-from jetfleet.shared.workloads import WORKLOADS, WorkloadRegistry, check_run_args, get_workload
+from jetfleet.shared.workloads import WORKLOADS, WorkloadRegistry, WorkloadSpec, check_run_args, get_workload
 from jetfleet.shared.workloads.inference import check_batch_size
 from jetfleet.twin.inference import inference_state
 from jetfleet.twin.physics import Steady, idle_state, kernel_state, spinning_state, steady_state
@@ -49,6 +52,7 @@ BOARD_TIME_SIGMA = 0.02     # board-to-board variation of one model
 BOARD_POWER_SIGMA = 0.03
 AMBIENT_C = 30.0
 THERMAL_C_PER_W = 0.55
+TEMP_SENSORS = ("cpu", "gpu", "soc")   # at the board's power-driven temperature + 0, +1.5, -1.0 C
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ class EmulatedBoard(Device):
     model's (the same silicon: voltages along the model's full frequency tables), so the model must be
     built in."""
 
-    capabilities = Capabilities(cheap_io=True, power_trace=True)
+    capabilities = Capabilities(cheap_io=True, power_trace=True, emulated_steps=True)
 
     def __init__(self, model: str, seed: int = 0, *, speed: float = math.inf,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
@@ -175,12 +179,28 @@ class EmulatedBoard(Device):
                          warm=False).minibatch_times_s[0]
 
     def step_training(self, workload: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
-                      workers: int = defaults.WORKERS) -> float:
-        """One training minibatch inside a running concurrent session (loader started, warm): its seconds."""
+                      workers: int = defaults.WORKERS, steps: int = 1) -> float:
+        """``steps`` training minibatches inside a running loop (loader started, warm; a concurrent session's, or a
+        training process's reported steps): their seconds."""
         spec = self.workloads.get(workload)
-        check_run_args(1, minibatch_size, workers)
-        return self._run(spec.name, 1, lambda m: self._steady(spec.name, m, minibatch_size, workers), 0.0, None,
-                         warm=False).minibatch_times_s[0]
+        check_run_args(steps, minibatch_size, workers)
+        return sum(self._run(spec.name, steps, lambda m: self._steady(spec.name, m, minibatch_size, workers), 0.0,
+                             None, warm=False).minibatch_times_s)
+
+    def emulated_workload(self, name: str) -> WorkloadSpec | None:
+        """The spec of ``name`` if this board offers it (a built-in, a plugin, a session's own model)."""
+        return self.workloads.get(name) if name in self.workloads.names() else None
+
+    def add_workload(self, spec: WorkloadSpec, cost: Mapping[str, Any]) -> None:
+        """Offer an operator's own model (a training session's, characterised in its process) for
+        ``step_training``; the same name again must come with the same cost (InvalidArgument otherwise)."""
+        if spec.name not in self.workloads.names():
+            self.workloads = self.workloads.with_plugin(spec, cost)
+            return
+        known = self.workloads.get(spec.name)
+        if known != spec or self.workloads.characterisation(spec.name) != dict(cost):
+            raise InvalidArgument(f"workload {spec.name!r} is on this board already with another model or cost: "
+                                  "name your training differently", field="workload")
 
     def open_concurrent(self, training: str, inference: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
                         workers: int = defaults.WORKERS) -> ConcurrentSteps:
@@ -352,7 +372,7 @@ class EmulatedBoard(Device):
         temps = np.round(np.array([temp, temp + 1.5, temp - 1.0]), 2).tolist()
         return TelemetrySample(
             t_s=float(times[0]), rails_w=rails, total_w=total, cpu_mhz=mode.cpu_mhz, gpu_mhz=mode.gpu_mhz,
-            mem_mhz=mode.mem_mhz, cores_online=mode.cores, temps_c={"cpu": temps[0], "gpu": temps[1], "soc": temps[2]},
+            mem_mhz=mode.mem_mhz, cores_online=mode.cores, temps_c=dict(zip(TEMP_SENSORS, temps)),
             cpu_util=min(1.0, steady.cpu_util * (1.0 + noise[-1])) if busy else 0.03,
             gpu_util=min(1.0, steady.gpu_util * (1.0 + noise[-2])) if busy else 0.0)
 
@@ -377,8 +397,13 @@ class EmulatedBoard(Device):
         return states, which
 
     def trace(self, t0_s: float, t1_s: float, period_s: float) -> list[TelemetrySample]:
-        """The samples a sampler every ``period_s`` would have taken from t0 to t1 (vectorised over the samples:
-        the states, the noise, the rails, totals and temperatures are arrays; only the samples are objects)."""
+        """The samples a sampler every ``period_s`` would have taken from t0 to t1 (``trace_columns``, as objects)."""
+        return self.trace_columns(t0_s, t1_s, period_s).samples()
+
+    def trace_columns(self, t0_s: float, t1_s: float, period_s: float) -> PowerTrace:
+        """The samples a sampler every ``period_s`` would have taken from t0 to t1, as columns: the states, the
+        noise, the rails, totals and temperatures are arrays, laid out as the wire's block in one copy; no
+        object is made per sample."""
         n = max(1, int(math.floor((t1_s - t0_s) / period_s + 1e-9)) + 1)
         times = t0_s + period_s * np.arange(n)
         ticks = np.floor(times / SENSOR_PERIOD_S).astype(np.int64)
@@ -394,22 +419,16 @@ class EmulatedBoard(Device):
         for c in counted:   # column by column, in rail order: the same sums as Catalog.total_power_w
             total = total + values[:, c]
         temp = AMBIENT_C + THERMAL_C_PER_W * total
-        temps = np.round(np.stack([temp, temp + 1.5, temp - 1.0], axis=1), 2).tolist()
+        temps = np.round(np.stack([temp, temp + 1.5, temp - 1.0], axis=1), 2)
         busy = np.array([st[2] for st in states])[which]
         cpu_busy = np.array([st[0].cpu_util for st in states])[which]
         gpu_busy = np.array([st[0].gpu_util for st in states])[which]
-        cpu_util = np.where(busy, np.minimum(1.0, cpu_busy * (1.0 + noise[:, -1])), 0.03).tolist()
-        gpu_util = np.where(busy, np.minimum(1.0, gpu_busy * (1.0 + noise[:, -2])), 0.0).tolist()
-        rows, totals, ts = values.tolist(), total.tolist(), times.tolist()
-        out: list[TelemetrySample] = []
-        for i, w in enumerate(which.tolist()):
-            mode = states[w][1]
-            t = temps[i]
-            out.append(TelemetrySample(
-                t_s=ts[i], rails_w=dict(zip(labels, rows[i])), total_w=totals[i], cpu_mhz=mode.cpu_mhz,
-                gpu_mhz=mode.gpu_mhz, mem_mhz=mode.mem_mhz, cores_online=mode.cores,
-                temps_c={"cpu": t[0], "gpu": t[1], "soc": t[2]}, cpu_util=cpu_util[i], gpu_util=gpu_util[i]))
-        return out
+        cpu_util = np.where(busy, np.minimum(1.0, cpu_busy * (1.0 + noise[:, -1])), 0.03)
+        gpu_util = np.where(busy, np.minimum(1.0, gpu_busy * (1.0 + noise[:, -2])), 0.0)
+        knobs = np.array([[st[1].cpu_mhz, st[1].gpu_mhz, st[1].mem_mhz, st[1].cores] for st in states],
+                         dtype=np.float64)[which]
+        block = np.concatenate([times, total, knobs.T.ravel(), cpu_util, gpu_util, values.ravel(), temps.ravel()])
+        return PowerTrace(n, labels, TEMP_SENSORS, array("d", block.tobytes()))
 
 
 class _TwinSteps(ConcurrentSteps):

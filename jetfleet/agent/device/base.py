@@ -7,11 +7,15 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog, PowerMode
 from jetfleet.shared.errors import DeviceError, InvalidArgument
+from jetfleet.shared.workloads import WorkloadSpec
+
+if TYPE_CHECKING:
+    from jetfleet.agent.trace import PowerTrace
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,9 @@ class Capabilities:
     # The board can replay the power samples a sampler would have taken over a past interval of its
     # clock (``Device.trace``): an accelerated twin, whose clock runs ahead of the wall clock.
     power_trace: bool = False
+    # The board takes a training process's steps on its own clock (the twin: each step of the operator's model in
+    # the current mode, at the lab's speed): ``step_training`` and ``add_workload`` (``jetfleet.agent.sessions``).
+    emulated_steps: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,12 +173,34 @@ class Device(abc.ABC):
         """A session training ``training`` and serving ``inference`` one step at a time (issue 15): the model and
         loader stay loaded between steps, so the managed scheduler can interleave them."""
 
+    def step_training(self, workload: str, *, minibatch_size: int = defaults.MINIBATCH_SIZE,
+                      workers: int = defaults.WORKERS, steps: int = 1) -> float:
+        """``steps`` training minibatches of a running loop on the board's clock, their seconds (only with
+        ``capabilities.emulated_steps``)."""
+        raise DeviceError(f"{type(self).__name__} runs a training process's steps for real, not emulated",
+                          field="emulated_steps")
+
+    def emulated_workload(self, name: str) -> WorkloadSpec | None:
+        """The spec of ``name`` if ``step_training`` can run it (``emulated_steps`` only), else None."""
+        return None
+
+    def add_workload(self, spec: WorkloadSpec, cost: Mapping[str, Any]) -> None:
+        """Offer an operator's own model (its characterisation) for ``step_training`` (``emulated_steps`` only)."""
+        raise DeviceError(f"{type(self).__name__} does not emulate workloads", field="emulated_steps")
+
     def trace(self, t0_s: float, t1_s: float, period_s: float) -> list[TelemetrySample]:
         """The samples a sampler every ``period_s`` would have taken from t0 to t1 on the board's clock.
 
         Only backends whose ``capabilities.power_trace`` is set can replay the past."""
         raise DeviceError(f"{type(self).__name__} cannot replay power samples; sample it while it runs",
                           field="power_trace")
+
+    def trace_columns(self, t0_s: float, t1_s: float, period_s: float) -> PowerTrace:
+        """``trace`` as columns (``jetfleet.agent.trace``); a backend that builds its samples as arrays (the twin)
+        gives them without making an object per sample."""
+        from jetfleet.agent.trace import PowerTrace  # it holds TelemetrySample, defined here
+
+        return PowerTrace.from_samples(self.trace(t0_s, t1_s, period_s))
 
     def now_s(self) -> float:
         """The board's clock (virtual on an accelerated twin)."""

@@ -119,6 +119,31 @@ def characterise(name: str, minibatch_size: int = defaults.MINIBATCH_SIZE,
     return _summarise(rec.ops, model, minibatch_size, f"{s.kind} {s.size}", recurrent_ops, fused, fused_bytes)
 
 
+def characterise_module(model: torch.nn.Module, example_input: torch.Tensor) -> dict[str, Any]:
+    """What one training step of an operator's own ``model`` costs for ``example_input`` (one minibatch), measured
+    the way the built-ins' are: a copy of the model on the meta device, forward, a sum as the loss (a loss costs
+    little beside the model), backward and an SGD step. The model and its input are left as they were."""
+    import copy
+
+    if not isinstance(model, torch.nn.Module) or not isinstance(example_input, torch.Tensor):
+        raise TypeError("model must be a torch.nn.Module and example_input one minibatch as a torch.Tensor")
+    if example_input.dim() < 2:
+        raise ValueError(f"example_input of shape {tuple(example_input.shape)}: give one minibatch, batch first")
+    meta = copy.deepcopy(model).to("meta").train()
+    x = example_input.to("meta")
+    opt = torch.optim.SGD(meta.parameters(), lr=1e-3, momentum=0.9, foreach=False)
+    counter = FlopCounterMode(display=False)
+    with counter, _OpRecorder(counter) as rec:
+        out = meta(x)
+        loss = (out if isinstance(out, torch.Tensor) else tree_flatten(out)[0][0]).float().sum()
+        loss.backward()
+        opt.step()
+    recurrent_ops, fused, fused_bytes = _fused_recurrent_kernels(meta, x)
+    kind = "image" if x.dim() == 4 else "tokens"
+    return _summarise(rec.ops, meta, int(x.shape[0]), f"{kind} {int(x.shape[-1])}", recurrent_ops, fused,
+                      fused_bytes)
+
+
 def _summarise(ops: list[tuple[str, float, float]], model: torch.nn.Module, batch: int, input_text: str,
                recurrent_ops: int, fused: int, fused_bytes: float) -> dict[str, Any]:
     """Recorded ops -> kernels, FLOPs, bytes and FLOPs by intensity (the twin's input)."""

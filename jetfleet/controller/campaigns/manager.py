@@ -6,6 +6,12 @@ Exactly once: a result is stored with its mode marked done in one store transact
 on a board is deterministic, so a command resent after a reconnect is answered by the agent from
 the run it already did (or is doing) instead of measuring again.
 
+Pipelined: a campaign keeps up to PIPELINE_DEPTH modes on a board (the agent runs them one at a time, in
+order), so the board starts the next mode while the controller stores the last one. It holds the board's
+lease while any of its modes is there, and sends no further mode to a board someone queues for, so a waiting
+job gets the board as soon as the modes on it end. Cancelling a campaign cancels every mode on its boards,
+the waiting ones too (they never start).
+
 Done is derived from what is stored: after a restart a mode is done only if its result is in the
 store. A result that cannot be stored (the store is down) is kept and retried with backoff until
 it is; dispatching waits for the store with the same backoff, never in a hot loop. A mode goes only
@@ -55,6 +61,7 @@ MAX_ATTEMPTS = 3            # board errors (or impossible results) before a mode
 MAX_TRANSIENT_ATTEMPTS = 5  # the board vanished or timed out this often: the mode is marked failed
 DEFAULT_PROFILE_TIMEOUT_S = 3600.0
 TICK_S = 0.5                # the driver looks for idle boards at least this often
+PIPELINE_DEPTH = 2          # modes a campaign keeps on one board: the next waits there while the last is stored
 
 
 class CampaignManager:
@@ -223,17 +230,22 @@ class CampaignManager:
                 return
             online = [d for d in self._candidates(run) if d.online]
             dispatched = False
+            lease = self._lease(run)
             for live in online:
                 device = live.record.device_id
-                if self.leases.holder(device) is not None or self.leases.queued(device):
-                    continue   # held by other work, or promised to whoever queues for it
+                holder, sent = self.leases.holder(device), len(run.on_board.get(device, ()))
+                if self.leases.queued(device):
+                    continue   # promised to whoever queues for it: not even one more mode of ours
+                if holder is not None and (holder != lease or sent >= PIPELINE_DEPTH):
+                    continue   # held by other work, or our modes fill it
                 mode = run.take(lambda m, live=live: self._holds(run, live, m))  # type: ignore[misc]
                 if mode is None:
                     continue
-                taken = self.leases.try_take(device, self._lease(run, mode))
-                assert taken, "a free board with an empty queue is taken"
+                taken = self.leases.try_take(device, lease)
+                assert taken, "a free board with an empty queue is taken (or it is ours already)"
                 dispatched = True
                 run.in_flight[mode] = device
+                run.on_board.setdefault(device, set()).add(mode)
                 run.spawn(self._dispatch(run, device, mode))
             if online and not dispatched and not run.in_flight and run.queue:
                 await self._fail_unrunnable(run, online)
@@ -294,7 +306,8 @@ class CampaignManager:
                 outcome = e
                 raise
             answer = result
-            self._release(device, run, mode)  # the board is free; storing may wait for the store
+            # The next mode is on the board already (PIPELINE_DEPTH) or is sent now, while this one is stored.
+            self._release(device, run, mode)
             run.wake.set()
             # One thread hop, off the event loop: check (a long window holds tens of thousands of samples),
             # summarise, and store with the mode's state and the command's log entry in one durable write.
@@ -302,7 +315,10 @@ class CampaignManager:
                                           what=f"result of {mode} on {device}")
             run.set_status(mode, "done")
             state.device_id, state.error = device, ""
-            run.durations.append(time.monotonic() - started)
+            # the board's time on this mode: from its dispatch, or from the answer before it when it waited there
+            now = time.monotonic()
+            run.durations.append(now - max(started, run.answered.get(device, started)))
+            run.answered[device] = now
             self._store_backoff.reset()
             self.metrics.campaign_modes.labels(run.rec.workload, "measured" if stored else "duplicate").inc()
         except StoreUnavailable as e:  # the controller's store, not the board: no attempt, wait for the store
@@ -356,13 +372,21 @@ class CampaignManager:
                                                                finished_s=self.wall()))
 
     @staticmethod
-    def _lease(run: Run, mode: str) -> Holder:
+    def _lease(run: Run) -> Holder:
+        """The campaign's claim on a board: held while any of its modes is on the board."""
         cid = run.rec.campaign_id
-        return Holder("campaign", f"{cid}/{mode}", f"campaign {cid} (profiling {run.rec.workload} in {mode})")
+        return Holder("campaign", cid, f"campaign {cid} (profiling {run.rec.workload})")
 
     def _release(self, device: str, run: Run, mode: str) -> None:
-        """The board is free again (a no-op if this mode's lease was let go already)."""
-        self.leases.release(device, self._lease(run, mode))
+        """``mode`` is off the board; the board is free again when none of the campaign's modes is on it (a no-op
+        if this mode was let go already)."""
+        sent = run.on_board.get(device)
+        if sent is None or mode not in sent:
+            return
+        sent.discard(mode)
+        if not sent:
+            del run.on_board[device]
+            self.leases.release(device, self._lease(run))
 
     def _failed_attempt(self, run: Run, mode: str, device: str, e: JetfleetError, limit: int, *,
                         answered: bool = False) -> None:

@@ -29,6 +29,8 @@ class Run:
     retries: int = 0
     holds: dict[tuple[int, str], bool] = field(default_factory=dict)  # (catalog id, mode) -> in that catalog
     rounds: dict[str, int] = field(default_factory=dict)   # mode -> failed answers from boards (command id suffix)
+    on_board: dict[str, set[str]] = field(default_factory=dict)   # device -> modes sent there and not answered
+    answered: dict[str, float] = field(default_factory=dict)      # device -> when it last answered (monotonic s)
     # Kept as modes change state, so handing out a mode and reporting progress cost O(1), not O(modes).
     queue: deque[str] = field(init=False)           # pending modes not in flight, in campaign order
     tally: Counter[str] = field(init=False)         # modes per status

@@ -52,6 +52,7 @@ class JobManager:
         self.checks = JobChecks(registry, router, campaigns, models, cache, config, fleet, wall)
         self._moved: dict[str, tuple[str, str, int]] = {}   # active jobs: (stage, detail, minibatches) last seen
         self._power_device: dict[str, str] = {}             # jobs: the board their power series name
+        self._counted: dict[str, str] = {}   # every job's state when the jobs-by-state gauge was last counted
         self.runners: dict[str, JobRunner] = {}
         self.records: dict[str, JobRecord] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -150,12 +151,17 @@ class JobManager:
         self.update_gauges(rec)
 
     def update_gauges(self, rec: JobRecord | None = None) -> None:
-        """Jobs by state; and a job's progress and power against its budget."""
-        counts = dict.fromkeys(STATES, 0)
-        for r in self.records.values():
-            counts[r.state] = counts.get(r.state, 0) + 1
-        for state, n in counts.items():
-            self.metrics.jobs.labels(state).set(n)
+        """Jobs by state; and a job's progress and power against its budget.
+
+        Called with every progress report of a running job: the jobs are counted by state again only when a job
+        is new or its state moved (every move goes through here), so a report costs O(1), not O(jobs)."""
+        if rec is None or self._counted.get(rec.job_id) != rec.state or len(self._counted) != len(self.records):
+            self._counted = {r.job_id: r.state for r in self.records.values()}
+            counts = dict.fromkeys(STATES, 0)
+            for state in self._counted.values():
+                counts[state] = counts.get(state, 0) + 1
+            for state, n in counts.items():
+                self.metrics.jobs.labels(state).set(n)
         if rec is None:
             for r in self.records.values():
                 self._stage_gauge(r)

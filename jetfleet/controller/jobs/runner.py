@@ -3,7 +3,8 @@
 queued     wait for an online target board: the job queues for it in the board lease table (``leases.py``)
 profiling  no calibrated model for (board model, workload): profile k modes (``profiling.py``)
 modelling  transfer the best reference to them, with 5-fold calibration; choose by the goal (``goals.py``)
-applying   set the mode on the board it holds, the board confirms it
+applying   a power budget's choice first measured on the board it holds and chosen again (``confirming.py``);
+           set the mode, the board confirms it
 running    one training command per chunk of up to 100,000 minibatches, the goal kept by the closed loop
            (``running.py``)
 done / failed / cancelled, with the verdict of its goal
@@ -21,9 +22,11 @@ import math
 from typing import Any
 
 from jetfleet.controller.jobs import inference as stream_
+from jetfleet.controller.jobs.confirming import Confirmer, needs_confirming, replay
 from jetfleet.controller.jobs.context import JobContext
 from jetfleet.controller.jobs.goals import goal_of, judge
 from jetfleet.controller.jobs.loop import ClosedLoop
+from jetfleet.controller.jobs.online import OnlineProfiler
 from jetfleet.controller.jobs.profiling import Profiler
 from jetfleet.controller.jobs.running import TrainingRun
 from jetfleet.controller.jobs.state import JobCancelled, JobState, move
@@ -89,13 +92,17 @@ class JobRunner:
                 await self._fleet_run()
             else:
                 self.catalog = await asyncio.to_thread(self.ctx.campaigns.catalog_for, "", rec.target_model)
-                if not rec.model_id:
+                if not rec.model_id and rec.options.attach:
+                    await self._online()
+                elif not rec.model_id:
                     profiler = Profiler(self.ctx, rec, self.catalog, self.move, self.save, self.pause)
                     await profiler.ensure_model(self._targets)
                 await self._prepare()
                 while rec.minibatches_done < rec.minibatches:
                     device = await self._board()
                     try:
+                        if needs_confirming(rec):
+                            await self._confirm(device)
                         await self._training().on(device)
                     finally:
                         self.ctx.leases.release(device, self.holder)
@@ -110,6 +117,22 @@ class JobRunner:
         except Exception as e:
             log.exception("job %s failed", rec.job_id)
             await self._finish(JobState.FAILED, f"internal error: {type(e).__name__} (see the controller log)")
+
+    async def _online(self) -> None:
+        """An attached job's model: the calibrated one of (board model, workload) if there is one, else its modes
+        profiled online on the operator's own training (``online.py``), on the board it holds meanwhile."""
+        rec = self.rec
+        assert self.catalog is not None
+        doc = await asyncio.to_thread(self.ctx.models.repo.find, rec.target_model, rec.workload)
+        if doc is not None:
+            rec.model_id = doc["model_id"]
+            await self.save()
+            return
+        device = await self._board()
+        try:
+            await OnlineProfiler(self.ctx, rec, self.catalog, self.move, self.save, self.check_cancel).profile(device)
+        finally:
+            self.ctx.leases.release(device, self.holder)
 
     def _training(self) -> TrainingRun:
         if self.training is None:
@@ -151,6 +174,7 @@ class JobRunner:
         pred = await asyncio.to_thread(ctx.cache.get, doc, self.catalog, rec.options.confidence)
         feedback = Feedback(pred)
         index = {str(m): i for i, m in enumerate(pred.modes)}
+        replay(rec, feedback, index)   # what it measured confirming its choice, and the loop learned, before a restart
         for s in rec.steps:   # what the loop had learned before a restart
             if s.from_mode in index:
                 feedback.observe(Observation(index[s.from_mode], s.observed_power_w, s.observed_time_ms),
@@ -167,6 +191,12 @@ class JobRunner:
                                   note=c.coverage_note)
         rec.mode = str(c.mode)
         await self.save()
+
+    async def _confirm(self, device: str) -> None:
+        """Measure the power budget's choice on the board the job holds before committing (``confirming.py``)."""
+        assert self.catalog is not None and self.loop is not None
+        await Confirmer(self.ctx, self.rec, self.catalog, self.loop.feedback, self.loop.index, self.move,
+                        self.save).confirm(device)
 
     def _targets(self) -> list[str]:
         """The boards the job may run on: its device, or the boards of its model that offer its workload."""
@@ -279,11 +309,24 @@ class JobRunner:
         mean_w = rec.energy_j / rec.elapsed_s if rec.elapsed_s > 0 else math.nan
         modes = ", ".join(f"{s.mode} {s.seconds:.0f} s" for s in rec.segments)
         undone = sum(s.kind == "undo" for s in rec.steps)
-        trained = sum(r.trained for r in rec.runs)
+        trained = sum(r.trained for r in rec.runs) + rec.profiled_steps   # an attached job's profiled steps too
         again = trained - rec.minibatches_done
         boards = (f"the boards trained {trained} minibatches for it" + (f" ({again} again after a move)" if again > 0
                                                                         else ""))
+        confirming = (f"; {len(rec.confirms)} mode(s) measured before committing "
+                      f"({sum(c.seconds for c in rec.confirms):.0f} board s)" if rec.confirms else "")
         return (f"{rec.minibatches_done} minibatches in {rec.elapsed_s:.0f} board s, {rec.energy_j / 1e3:.1f} kJ, "
                 f"mean {mean_w:.2f} W; modes: {modes}; {len(rec.steps)} step(s)"
-                + (f" ({undone} undone)" if undone else "") + f"; {boards}"
+                + (f" ({undone} undone)" if undone else "") + f"; {boards}" + confirming + self._online_cost()
                 + stream_.latency_summary(rec.options, rec.run))
+
+    def _online_cost(self) -> str:
+        """An attached job's online profiling against running its chosen mode throughout ('' for other jobs)."""
+        rec = self.rec
+        if not rec.profiled_steps or rec.choice is None:
+            return ""
+        chosen_s = rec.profiled_steps * rec.choice.time_ms / 1e3
+        extra = rec.profiled_s - chosen_s
+        return (f"; online profiling: {rec.profiled_steps} of its own steps in {rec.profiled_s:.1f} board s, "
+                f"{extra:+.1f} s ({100 * extra / chosen_s:+.0f}%) against {chosen_s:.1f} s predicted in the chosen "
+                "mode throughout")

@@ -118,6 +118,9 @@ class TrainingRun:
         cmd = agent_pb2.Command(run_training=agent_pb2.RunTraining(
             workload=rec.workload, minibatches=run.minibatches, minibatch_size=defaults.MINIBATCH_SIZE,
             workers=defaults.WORKERS, progress_interval_s=self.ctx.config.progress_interval_s(rec.options.window_s)))
+        if rec.options.attach:   # the operator's own training on the board (``jetfleet/agent/attach.py``)
+            cmd.run_training.attach, cmd.run_training.attach_timeout_s = True, rec.options.attach_timeout_s
+            cmd.run_training.minibatch_size = cmd.run_training.workers = 0
         stream = rec.options.inference
         if stream is not None:
             assert rec.choice is not None and rec.choice.inference is not None

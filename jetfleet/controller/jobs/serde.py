@@ -25,7 +25,7 @@ def job_pb(rec: JobRecord, goal: Goal) -> operator_pb2.Job:
         finished_s=rec.finished_s, confidence=o.confidence, max_steps=o.max_steps, window_s=o.window_s,
         profile_modes=o.profile_modes, strategy=o.strategy, fleet=rec.goal == "fleet", priority=o.priority,
         board_minibatches=sum(r.trained for r in rec.runs), covered=rec.choice.covered if rec.choice else True,
-        choice_note=rec.choice.note if rec.choice else "")
+        choice_note=rec.choice.note if rec.choice else "", confirmed=rec.confirmed)
     if rec.mode:
         msg.mode.CopyFrom(mode_to_pb(mode_of(rec.mode)))
     c = rec.choice
@@ -53,6 +53,10 @@ def job_pb(rec: JobRecord, goal: Goal) -> operator_pb2.Job:
         msg.runs.append(operator_pb2.JobRun(run_id=r.run_id, device_id=r.device_id, base_done=r.base_done,
                                             trained=r.trained, elapsed_s=r.elapsed_s, energy_j=r.energy_j,
                                             ended=r.ended))
+    for cf in rec.confirms:
+        msg.confirms.append(operator_pb2.JobConfirm(mode=cf.mode, device_id=cf.device_id, power_w=cf.power_w,
+                                                    time_ms=cf.time_ms, predicted_power_w_hi=cf.predicted_power_hi_w,
+                                                    over=cf.over, seconds=cf.seconds))
     for t in rec.history:
         msg.history.append(operator_pb2.JobTransition(state=t.state, why=t.why, at_s=t.at_s))
     if rec.verdict is not None:

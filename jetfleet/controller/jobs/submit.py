@@ -17,12 +17,15 @@ from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.context import JobsConfig
 from jetfleet.controller.jobs.goals import Deadline, Goal, LeastEnergy, PowerBudget
 from jetfleet.controller.jobs.models import JOB_STRATEGIES
+from jetfleet.controller.jobs.online import WARMUP_STEPS
 from jetfleet.controller.powertrain.cache import PredictionCache
+from jetfleet.controller.powertrain.confirm import DEFAULT_PROFILES, MAX_PROFILES
 from jetfleet.controller.powertrain.optimize import check_goal
 from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import Registry
 from jetfleet.controller.store import JobRecord
 from jetfleet.controller.store.job_record import JobOptions
+from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 from jetfleet.shared.proto import operator_pb2
@@ -62,14 +65,18 @@ class JobChecks:
         else:
             check_id(req.board_model, "board_model")
             model = (await asyncio.to_thread(self.campaigns.catalog_for, "", req.board_model)).model
-        self.registry.check_workload(req.workload, device_id=req.device_id, board_model=model)
+        if req.attach:   # the workload names the operator's own training session, not a registered workload
+            check_attach(req)
+        else:
+            self.registry.check_workload(req.workload, device_id=req.device_id, board_model=model)
         minibatches = length(req)
         check_goal(req.power_budget_w or None, req.deadline_s or None, req.min_energy, 1)
         c = self.config
         opts = JobOptions(profile_modes=req.profile_modes or c.profile_modes, strategy=req.strategy or c.strategy,
                           confidence=req.confidence or c.confidence, max_steps=req.max_steps or c.max_steps,
                           window_s=req.window_s or c.window_s, epochs=req.epochs,
-                          minibatches_per_epoch=req.minibatches_per_epoch, request_id=req.request_id)
+                          minibatches_per_epoch=req.minibatches_per_epoch, request_id=req.request_id,
+                          attach=req.attach, attach_timeout_s=req.attach_timeout_s)
         bounded(opts.profile_modes, 10, 1000, "profile_modes")
         bounded(opts.confidence, 0.5, 0.99, "confidence")
         bounded(opts.max_steps, 0, 10, "max_steps")
@@ -81,6 +88,7 @@ class JobChecks:
         goal: Goal = (PowerBudget(req.power_budget_w) if kind == "power" else
                       Deadline(req.deadline_s, minibatches) if kind == "deadline" else LeastEnergy())
         stream = stream_.check_stream(req) if stream_.has_stream(req) else None
+        opts.confirm_profiles = confirm_profiles(req, kind, stream is not None, req.attach)
         await asyncio.to_thread(self._feasible, model, req.workload, goal, minibatches, opts)
         if stream is not None:   # the last check: it measures on a board unless this model's latencies are known
             fastest = await stream_.check_against_board(self.registry, self.router, stream, req.device_id, model,
@@ -101,6 +109,9 @@ class JobChecks:
         if req.power_budget_w or req.min_energy:
             raise InvalidArgument("a fleet job's power is the lab cap's: no power budget or energy goal",
                                   field="power_budget_w" if req.power_budget_w else "min_energy")
+        if req.confirm_profiles or req.no_confirm:
+            raise InvalidArgument("a fleet job's modes are the queue's joint choice: no confirm_profiles or no_confirm",
+                                  field="confirm_profiles" if req.confirm_profiles else "no_confirm")
         check_id(req.workload, "workload")
         minibatches = length(req)
         priority = req.priority or 1.0
@@ -129,8 +140,47 @@ class JobChecks:
             if opts.profile_modes > catalog.size:
                 raise InvalidArgument(f"profile_modes={opts.profile_modes}: {model} has {catalog.size} modes",
                                       field="profile_modes")
+            need = opts.profile_modes * (WARMUP_STEPS + defaults.MINIBATCHES)
+            if opts.attach and minibatches <= need:
+                raise InvalidArgument(f"an attached job without a model profiles {opts.profile_modes} modes on its own "
+                                      f"steps ({WARMUP_STEPS} + {defaults.MINIBATCHES} each): {need} steps, as many as "
+                                      f"its length of {minibatches} or more; give a longer job or fewer --profile-modes",
+                                      field="minibatches")
             return
         goal.choose(self.cache.get(doc, catalog, opts.confidence), minibatches)
+
+
+def confirm_profiles(req: operator_pb2.SubmitJobRequest, kind: str, stream: bool, attach: bool) -> int:
+    """How many modes a job measures on its board before committing (``jobs/confirming.py``): a power budget's
+    choice is confirmed (default 3 profiles) unless ``no_confirm``; other goals, a job serving an inference
+    stream (its budget holds both; the profiles measure training alone) and an attached job (the profiles run a
+    built-in workload; its own steps are the operator's) commit to the model's choice."""
+    if req.no_confirm and req.confirm_profiles:
+        raise InvalidArgument("give confirm_profiles or no_confirm, not both", field="confirm_profiles")
+    if req.confirm_profiles and kind != "power":
+        raise InvalidArgument("confirm_profiles is for a power budget's choice (--power-budget)",
+                              field="confirm_profiles")
+    if req.confirm_profiles and stream:
+        raise InvalidArgument("confirm_profiles measures training alone: not with an inference stream",
+                              field="confirm_profiles")
+    if req.confirm_profiles and attach:
+        raise InvalidArgument("confirm_profiles runs built-in profiles: not for an attached job (--attach)",
+                              field="confirm_profiles")
+    bounded(req.confirm_profiles, 0, MAX_PROFILES, "confirm_profiles")
+    if kind != "power" or stream or attach or req.no_confirm:
+        return 0
+    return int(req.confirm_profiles or DEFAULT_PROFILES)
+
+
+def check_attach(req: operator_pb2.SubmitJobRequest) -> None:
+    """An attached job: one board, no inference stream, a timeout in range."""
+    if not req.device_id:
+        raise InvalidArgument("an attached job adopts a training process on one board: give --device",
+                              field="device_id")
+    if stream_.has_stream(req):
+        raise InvalidArgument("an attached job cannot serve inference beside the operator's training",
+                              field="inference_workload")
+    bounded(req.attach_timeout_s, 0.0, 86400.0, "attach_timeout_s")
 
 
 def bounded(value: float, lo: float, hi: float, field: str) -> None:

@@ -61,6 +61,10 @@ class Confirmation:
         self.feedback.observe(obs, over_budget=over)
         self.measured[obs.index] = obs
 
+    def remember(self, obs: Observation) -> None:
+        """A profile made before (a job's, replayed after a restart) that the loop's model has learned already."""
+        self.measured[obs.index] = obs
+
     def commit(self) -> Choice:
         """The mode to run: the fastest measured within the budget, else the model's corrected choice (``at_risk``
         when even that one's upper bound does not fit)."""

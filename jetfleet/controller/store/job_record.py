@@ -43,6 +43,9 @@ class JobOptions:
     request_id: str = ""
     priority: float = 0.0
     inference: StreamSpec | None = None
+    confirm_profiles: int = 0      # a power-budget job: modes measured on its board before committing (0: none)
+    attach: bool = False           # issue 25: the operator's own training, adopted from its session on the board
+    attach_timeout_s: float = 0.0  # for its process to join and to step (0: the agent's 60 s)
 
 
 @dataclass
@@ -154,6 +157,19 @@ class Observed:
 
 
 @dataclass
+class Confirmed:
+    """A mode measured on the job's board before it committed (``jobs/confirming.py``)."""
+
+    mode: str
+    device_id: str
+    power_w: float
+    time_ms: float
+    predicted_power_hi_w: float
+    over: bool
+    seconds: float
+
+
+@dataclass
 class Transition:
     """One move of the job's lifecycle: the state it entered, why, and when (epoch s)."""
 
@@ -212,6 +228,10 @@ class JobRecord:
     verdict: Verdict | None = None
     history: list[Transition] = field(default_factory=list)
     finished_s: float = 0.0
+    confirms: list[Confirmed] = field(default_factory=list)
+    confirmed: bool = False        # the confirmation is over (or was not asked for): the choice stands
+    profiled_steps: int = 0        # an attached job's steps trained while its modes were profiled online
+    profiled_s: float = 0.0        # and their board seconds
 
     @property
     def run(self) -> RunRecord | None:
@@ -256,11 +276,12 @@ def job_from_doc(doc: dict[str, Any], run_id: str, minibatches_done: int, energy
     rec.observed = _make(Observed, d["observed"]) if d.get("observed") else None
     rec.verdict = _make(Verdict, d["verdict"]) if d.get("verdict") else None
     rec.history = [_make(Transition, t) for t in d.get("history", [])]
+    rec.confirms = [_make(Confirmed, c) for c in d.get("confirms", [])]
     return rec
 
 
 _FIELDS = {f.name for f in fields(JobRecord)}
-_TYPED = {"options", "choice", "runs", "segments", "steps", "observed", "verdict", "history"}
+_TYPED = {"options", "choice", "runs", "segments", "steps", "observed", "verdict", "history", "confirms"}
 
 
 def _make(cls: Any, d: dict[str, Any]) -> Any:

@@ -209,7 +209,7 @@ class SetMode(_message.Message):
     def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., preset: _Optional[str] = ..., during_command_id: _Optional[str] = ...) -> None: ...
 
 class RunTraining(_message.Message):
-    __slots__ = ("workload", "minibatches", "minibatch_size", "workers", "progress_interval_s", "inference_workload", "arrival_rate", "arrival_times_s", "inference_batch_size", "latency_budget_s", "latency_window_s", "seed")
+    __slots__ = ("workload", "minibatches", "minibatch_size", "workers", "progress_interval_s", "inference_workload", "arrival_rate", "arrival_times_s", "inference_batch_size", "latency_budget_s", "latency_window_s", "seed", "attach", "attach_timeout_s")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -222,6 +222,8 @@ class RunTraining(_message.Message):
     LATENCY_BUDGET_S_FIELD_NUMBER: _ClassVar[int]
     LATENCY_WINDOW_S_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    ATTACH_FIELD_NUMBER: _ClassVar[int]
+    ATTACH_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     workload: str
     minibatches: int
     minibatch_size: int
@@ -234,7 +236,9 @@ class RunTraining(_message.Message):
     latency_budget_s: float
     latency_window_s: float
     seed: int
-    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., progress_interval_s: _Optional[float] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., inference_batch_size: _Optional[int] = ..., latency_budget_s: _Optional[float] = ..., latency_window_s: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+    attach: bool
+    attach_timeout_s: float
+    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., progress_interval_s: _Optional[float] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., inference_batch_size: _Optional[int] = ..., latency_budget_s: _Optional[float] = ..., latency_window_s: _Optional[float] = ..., seed: _Optional[int] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ...) -> None: ...
 
 class RunProfile(_message.Message):
     __slots__ = ("workload", "mode", "minibatches", "minibatch_size", "workers", "warmup_s", "sample_interval_s")

@@ -1,0 +1,102 @@
+"""Campaigns pipelined (issue 28, target 3): the next mode is on the board while the last is measured and stored,
+every mode is still stored exactly once, and a cancel or pause with modes on the board stops cleanly. What the
+board did is read from the agent's own executor (what it holds, what it answered), not from the controller."""
+
+from __future__ import annotations
+
+import threading
+
+from jetfleet.client import OperatorClient
+
+from .harness import LabThread, wait_until
+from .test_campaigns import SLOW, exactly_once, wait_done
+
+MODES = 8
+ON_BOARD = 2   # manager.PIPELINE_DEPTH: the mode running and the next one
+
+
+def _lab(store_spec: str) -> LabThread:
+    lt = LabThread(store_spec, [])
+    lt.lab.speed = SLOW   # a resnet18 profile takes ~0.1 s of wall time: modes are on the board long enough to see
+    lt.start()
+    lt.do(lambda: lt.lab.add_agent("agx-orin"))
+    lt.call(lt.lab.wait_online(1))
+    return lt
+
+
+def _executor(lab: LabThread):   # type: ignore[no-untyped-def]
+    return lab.lab.agents[0].link.executor
+
+
+def test_the_next_mode_waits_on_the_board_while_the_last_is_stored_and_each_is_stored_once(store_spec):
+    lab = _lab(store_spec)
+    store = lab.lab.controller.store
+    gate, storing = threading.Event(), threading.Event()
+    record = store.record_result
+
+    def gated(*args, **kwargs):   # type: ignore[no-untyped-def]
+        storing.set()
+        gate.wait(30)   # the real store's write, held back until the test has looked at the board
+        return record(*args, **kwargs)
+
+    store.record_result = gated
+    try:
+        with OperatorClient(lab.address) as c:
+            camp = c.create_campaign(workload="resnet18", device_id="agx-orin-0", modes=f"random:{MODES}")
+            wait_until(storing.is_set, 30, "the first result to be stored")
+            ex = _executor(lab)
+            # the board has the next modes in hand while the first one's write has not returned
+            wait_until(lambda: len(ex.in_hand) == ON_BOARD, 30, "the next modes on the board")
+            assert c.get_campaign(camp.campaign_id).done == 0
+            gate.set()
+            done = wait_done(c, camp.campaign_id)
+        assert (done.status, done.done, done.failed) == ("done", MODES, 0)
+        exactly_once(lab, camp.campaign_id, MODES)
+        assert lab.lab.controller.leases.holder("agx-orin-0") is None   # the lease goes with the last mode
+    finally:
+        gate.set()
+        lab.close()
+
+
+def test_cancel_with_modes_on_the_board_stops_them_and_the_waiting_one_never_starts(store_spec):
+    lab = _lab(store_spec)
+    try:
+        with OperatorClient(lab.address) as c:
+            camp = c.create_campaign(workload="resnet18", device_id="agx-orin-0", modes="random:30")
+            ex = _executor(lab)
+            wait_until(lambda: len(ex.in_hand) == ON_BOARD, 30, "two modes on the board")
+            held = ex.in_hand
+            assert c.control_campaign(camp.campaign_id, "cancel").status == "cancelled"
+            wait_until(lambda: not ex.in_hand, 30, "the board to let go of every mode")
+            answers = [ex.remembered(cid) for cid in held]
+            waiting = answers[-1]
+            assert waiting is not None and not waiting.ok and waiting.error.code == "CANCELLED", waiting
+            assert "before it started" in waiting.error.message
+            wait_until(lambda: c.get_campaign(camp.campaign_id).in_flight == 0, 10, "nothing in flight")
+            final = c.get_campaign(camp.campaign_id)
+        assert final.status == "cancelled" and final.done < 30
+        rows = lab.do(lambda: lab.lab.controller.store.query_profiles(source=camp.campaign_id))
+        assert len(rows) == final.done == len({r.mode for r in rows})
+        assert lab.lab.controller.leases.holder("agx-orin-0") is None
+    finally:
+        lab.close()
+
+
+def test_pause_with_modes_on_the_board_stores_what_they_measured_once_and_resume_finishes(store_spec):
+    lab = _lab(store_spec)
+    try:
+        with OperatorClient(lab.address) as c:
+            camp = c.create_campaign(workload="resnet18", device_id="agx-orin-0", modes=f"random:{MODES}")
+            ex = _executor(lab)
+            wait_until(lambda: len(ex.in_hand) == ON_BOARD, 30, "two modes on the board")
+            assert c.control_campaign(camp.campaign_id, "pause").status == "paused"
+            wait_until(lambda: not ex.in_hand and c.get_campaign(camp.campaign_id).in_flight == 0, 30, "the pause")
+            paused = c.get_campaign(camp.campaign_id)
+            assert paused.status == "paused" and paused.done < MODES
+            assert lab.lab.controller.leases.holder("agx-orin-0") is None   # a paused campaign holds no board
+            c.control_campaign(camp.campaign_id, "resume")
+            done = wait_done(c, camp.campaign_id)
+        assert (done.status, done.done, done.failed) == ("done", MODES, 0)
+        exactly_once(lab, camp.campaign_id, MODES)
+    finally:
+        lab.close()
