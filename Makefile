@@ -110,6 +110,7 @@ bench: $(STAMP)
 	$(PY) bench/jobs.py
 	$(PY) bench/operator.py
 	$(PY) bench/scheduler.py
+	$(PY) bench/takeover.py
 	$(PY) bench/session.py
 
 # The slow tests with their printed figures (-s), then the long evaluations (tens of minutes; `--quick`

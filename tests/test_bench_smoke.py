@@ -37,6 +37,8 @@ SMOKE = {
                  ["6 streaming + 1 job agents online", "devices ls", "job show", "model ls", "model predict", "ratio"]),
     "coverage": (["--workloads", "mobilenet_v3", "--epochs", "1"],
                  ["first 210 in grid order", "complete grid", "factor needed beyond a knob the fit saw move"]),
+    "takeover": (["--kills", "1", "--lease-ttl", "1"],
+                 ["lease taken by the standby: p50", "ratio", "operator change served again"]),
     "own_training": (["--modes", "10", "--minibatches", "600", "--reference-epochs", "1"],
                      ["online profiling: 500 of its own steps", "budget 12 W, k=10"]),
     "session": (["--calls", "500", "--repeat", "1"], ["step() with an agent", "limit 50 us, ratio", "% of it"]),

@@ -18,13 +18,14 @@ from jetfleet.agent.executor import CommandExecutor
 from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.sessions import SessionConfig, SessionServer
 from jetfleet.shared import defaults
+from jetfleet.shared.address import controller_list
 from jetfleet.shared.backoff import admission_delay_s, backoff_delay_s
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.columns import columns_from_samples, samples_from_columns
 from jetfleet.shared.compat import to_thread
 from jetfleet.shared.convert import catalog_to_pb, mode_to_pb, sample_to_pb
 from jetfleet.shared.errors import InvalidArgument, JetfleetError, ResourceExhausted
-from jetfleet.shared.grpc_errors import error_pb, retry_after_s
+from jetfleet.shared.grpc_errors import error_pb, from_controller, leader_of, retry_after_s
 from jetfleet.shared.netutil import channel_credentials, is_loopback
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2
 from jetfleet.shared.workloads import WorkloadRegistry
@@ -118,13 +119,16 @@ class AgentLink:
         self._fold = False
         self._last_beat = -1e9   # event-loop time the last heartbeat (alone or in a batch) was queued
         self._creds = channel_credentials(config.tls_ca, config.tls_cert, config.tls_key)
-        host = config.controller.rpartition(":")[0].strip("[]")
-        if self._creds is None and not is_loopback(host):
+        # a lab's controllers (its leader and standbys): dialled in turn, and the one that leads is kept
+        self.addresses = controller_list(config.controller)
+        self._at = 0
+        remote = [a for a in self.addresses if not is_loopback(a.rpartition(":")[0].strip("[]"))]
+        if self._creds is None and remote:
             if not config.insecure:
-                raise InvalidArgument(f"plaintext to controller {config.controller} refused: give --tls-ca, --tls-cert "
+                raise InvalidArgument(f"plaintext to controller {remote[0]} refused: give --tls-ca, --tls-cert "
                                       "and --tls-key (see `jetfleet certs`), or --insecure on a trusted network",
                                       field="controller")
-            log.warning("PLAINTEXT link to %s (--insecure)", config.controller)
+            log.warning("PLAINTEXT link to %s (--insecure)", ", ".join(remote))
         # The twin answers in microseconds; a real board reads sysfs, which may block.
         self._blocking = not device.capabilities.cheap_io
 
@@ -170,6 +174,7 @@ class AgentLink:
                 welcomed_before = self.sessions
                 self.attempts += 1
                 told: float | None = None
+                quick = False
                 try:
                     await self._session(stop)
                 except grpc.aio.AioRpcError as e:
@@ -179,7 +184,7 @@ class AgentLink:
                         # The controller is admitting other agents and said when to come back: not this agent's
                         # fault, nothing to keep as a notice.
                         log.info("%s: controller %s is busy admitting agents: dialling again in %.1f s or a little "
-                                 "more", self.device_id, self.config.controller, told)
+                                 "more", self.device_id, self.controller, told)
                     else:
                         refused = e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
                                                    grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -187,9 +192,10 @@ class AgentLink:
                         # (a TLS handshake the controller refuses looks the same from here); the rest is info.
                         loud = refused or attempt % 20 == 0
                         (log.warning if loud else log.info)("%s: controller %s: %s %s", self.device_id,
-                                                            self.config.controller, e.code().name, e.details())
+                                                            self.controller, e.code().name, e.details())
                         if refused:  # the controller refused this agent (bad hello, id taken): keep it visible
                             self.notices.append(common_pb2.Error(code=e.code().name, message=e.details() or ""))
+                        quick = self._follow(e)
                 finally:
                     self.connected.clear()
                 if stop.is_set():
@@ -198,6 +204,8 @@ class AgentLink:
                     delay = admission_delay_s(told, self.rng)
                     self.admission_waits.append((told, delay))
                     del self.admission_waits[:-MAX_KEPT_WAITS]
+                elif quick:   # off to the leader, or to the next address of the list: no backoff growth
+                    delay = self.rng.uniform(0.5, 1.0) * self.config.backoff_base_s
                 else:
                     attempt = 0 if self.sessions > welcomed_before else attempt + 1
                     delay = backoff_delay_s(attempt, base_s=self.config.backoff_base_s,
@@ -211,6 +219,26 @@ class AgentLink:
             self.executor.close()
             if self.training_sessions is not None:
                 await self.training_sessions.stop()
+
+    @property
+    def controller(self) -> str:
+        """The controller address this agent dials now (of ``addresses``)."""
+        return self.addresses[self._at]
+
+    def _follow(self, e: grpc.aio.AioRpcError) -> bool:
+        """After a failed dial: go to the leader a standby named, or to the next address of the list. True when
+        the next dial should come soon: a standby answered (the lab is alive, a takeover is under way or the
+        leader is elsewhere), or an address of the list is still untried in this round."""
+        if e.code() != grpc.StatusCode.UNAVAILABLE or len(self.addresses) < 2:
+            return False
+        standby = from_controller(e)
+        leader = leader_of(e) if standby else ""
+        if leader in self.addresses and leader != self.controller:
+            self._at = self.addresses.index(leader)
+            log.info("%s: a standby named the leader %s: dialling it", self.device_id, leader)
+            return True
+        self._at = (self._at + 1) % len(self.addresses)
+        return standby or self._at != 0
 
     def _progress_from_thread(self, msg: agent_pb2.TrainingProgress) -> None:
         """A training's progress report, from its worker thread: onto the current session, if there is one."""
@@ -247,8 +275,9 @@ class AgentLink:
 
         opts = [("grpc.keepalive_time_ms", 20_000), ("grpc.max_receive_message_length", 4 * 1024 * 1024)]
         creds = self._creds
-        channel = (grpc.aio.secure_channel(self.config.controller, creds, options=opts) if creds is not None
-                   else grpc.aio.insecure_channel(self.config.controller, options=opts))
+        target = self.controller
+        channel = (grpc.aio.secure_channel(target, creds, options=opts) if creds is not None
+                   else grpc.aio.insecure_channel(target, options=opts))
         async with channel:
             call = agent_pb2_grpc.AgentLinkStub(channel).Session(outgoing())
             tasks: list[asyncio.Task[None]] = []
@@ -261,7 +290,7 @@ class AgentLink:
                 self.sessions += 1
                 self._outq = outq
                 self.connected.set()
-                log.info("%s: connected to %s (session %s)", self.device_id, self.config.controller, w.session_id)
+                log.info("%s: connected to %s (session %s)", self.device_id, target, w.session_id)
                 tasks = [asyncio.create_task(self._send_loop(outq)), asyncio.create_task(self._heartbeat_loop(outq)),
                          asyncio.create_task(self._stop_watch(stop, call, outq))]
                 while True:

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from jetfleet.cli.common import controller_address, handle_errors
+from jetfleet.cli.common import controller_address, exit_code, handle_errors, output_option
 
 log = logging.getLogger(__name__)
 DEFAULT_DATA_DIR = "~/.local/share/jetfleet"
@@ -53,9 +53,15 @@ def controller_group() -> None:
 @controller_group.command("serve")
 @click.option("--listen", default="127.0.0.1:50051", show_default=True, metavar="HOST:PORT")
 @click.option("--store", default=DEFAULT_DATA_DIR, show_default=True, envvar="JETFLEET_STORE",
-              metavar="PATH|redis://[:PASSWORD@]HOST:PORT/DB",
-              help="data directory for the embedded SQLite store, or a Redis URL (its password is never printed; "
-                   "give a URL with a password in $JETFLEET_STORE so no process listing shows it)")
+              metavar="PATH|redis://[:PASSWORD@]HOST:PORT/DB|redis+sentinel://[:PASSWORD@]HOST:PORT,.../MASTER",
+              help="data directory for the embedded SQLite store, or a Redis URL, or Redis Sentinels' addresses and "
+                   "the master's name (a password is never printed; give a URL with a password in $JETFLEET_STORE so "
+                   "no process listing shows it)")
+@click.option("--store-prefix", default="jetfleet", show_default=True, envvar="JETFLEET_STORE_PREFIX",
+              help="Redis key prefix: controllers on one prefix are one lab and elect one leader (docs/standby.md)")
+@click.option("--lease-ttl", "lease_ttl_s", default=3.0, show_default=True, type=click.FloatRange(0.6, 600),
+              help="Redis: seconds a leader's lease lasts without renewal (a standby takes over this long after the "
+                   "leader dies; it renews every ttl/6)")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="serve Prometheus metrics (/metrics) and agent discovery (/sd/agents, for http_sd) on this port")
 @click.option("--metrics-address", default="", metavar="HOST", help="bind the metrics endpoint here [the --listen host]")
@@ -75,10 +81,15 @@ def controller_group() -> None:
               help="agents' hellos handled at once; the agents beyond are told when to dial again (a fleet coming up "
                    "or re-dialling a restarted controller arrives spread out instead of all at once)")
 @handle_errors
-def controller_serve(listen: str, store: str, metrics_port: int | None, metrics_address: str, metrics_tls_cert: str,
+def controller_serve(listen: str, store: str, store_prefix: str, lease_ttl_s: float, metrics_port: int | None,
+                     metrics_address: str, metrics_tls_cert: str,
                      metrics_tls_key: str, metrics_auth_file: str, tls_cert: str, tls_key: str, tls_ca: str,
                      insecure: bool, max_connections: int, handshake_timeout_s: float, max_hellos_in_flight: int) -> None:
-    """Run the controller until SIGTERM or Ctrl-C (Python 3.11 or newer)."""
+    """Run the controller until SIGTERM or Ctrl-C (Python 3.11 or newer).
+
+    On Redis, controllers sharing a --store-prefix elect one leader; the others stand by (refusing calls, naming the
+    leader) and take over when the leader's lease expires. A leader that loses its lease stops acting and exits with
+    status 5 (systemd starts it again, as a standby)."""
     import sys
 
     if sys.version_info < (3, 11):
@@ -87,12 +98,15 @@ def controller_serve(listen: str, store: str, metrics_port: int | None, metrics_
     from jetfleet.controller.config import ControllerConfig
     from jetfleet.controller.server import Controller, tune_gc
 
-    config = ControllerConfig(listen=listen, store=store, metrics_port=metrics_port, metrics_address=metrics_address,
+    config = ControllerConfig(listen=listen, store=store, store_prefix=store_prefix, lease_ttl_s=lease_ttl_s,
+                              lease_renew_s=lease_ttl_s / 6, lease_try_s=min(0.5, lease_ttl_s / 6),
+                              metrics_port=metrics_port, metrics_address=metrics_address,
                               metrics_tls_cert=metrics_tls_cert, metrics_tls_key=metrics_tls_key,
                               metrics_auth_file=metrics_auth_file, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
                               insecure=insecure, max_connections=max_connections,
                               handshake_timeout_s=handshake_timeout_s, max_hellos_in_flight=max_hellos_in_flight)
     raise_fd_limit()
+    lost = [False]
 
     async def main(stop: asyncio.Event) -> None:
         ctl = Controller(config)
@@ -100,11 +114,49 @@ def controller_serve(listen: str, store: str, metrics_port: int | None, metrics_
         tune_gc()
         click.echo(f"controller listening on {listen.rpartition(':')[0]}:{port} "
                    f"({'mutual TLS' if ctl.tls else 'plaintext'}), store {ctl.store.url}"
-                   + (f", metrics on {ctl.metrics_url}" if ctl.metrics_url else ""))
-        await stop.wait()
+                   + (f", metrics on {ctl.metrics_url}" if ctl.metrics_url else "")
+                   + ("" if not ctl.role.redis else ", leader" if ctl.role.leading
+                      else f", standby ({ctl.role.describe_leader()})"), nl=True)
+        done = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ctl.role.lost.wait())}
+        _, pending = await asyncio.wait(done, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        lost[0] = ctl.role.lost.is_set()
         await ctl.stop()
 
     run_until_signalled(main)
+    if lost[0]:
+        click.echo("error: this controller lost the lead (its lease expired or Redis could not be reached) and "
+                   "stopped acting; exiting so that it starts again as a standby", err=True)
+        raise SystemExit(exit_code("UNAVAILABLE"))
+
+
+@controller_group.command("status")
+@click.option("--store", default=DEFAULT_DATA_DIR, show_default=True, envvar="JETFLEET_STORE",
+              metavar="PATH|redis://...|redis+sentinel://...", help="the lab's store, as given to `controller serve`")
+@click.option("--store-prefix", default="jetfleet", show_default=True, envvar="JETFLEET_STORE_PREFIX",
+              help="the lab's Redis key prefix")
+@output_option
+@handle_errors
+def controller_status(store: str, store_prefix: str, output: str) -> None:
+    """Which controller leads the lab: read from its store (works while every controller is down)."""
+    import json
+    from dataclasses import asdict
+
+    from jetfleet.controller.leader.status import lab_status
+
+    st = lab_status(store, store_prefix)
+    if output == "json":
+        click.echo(json.dumps(asdict(st)))
+        return
+    if st.leader is None:
+        click.echo(f"no controller leads {st.store}" + (f" (prefix {store_prefix})" if st.backend == "redis" else ""))
+        return
+    if st.backend == "redis":
+        click.echo(f"leader {st.leader.describe()}, fencing token {st.token}, lease expires in "
+                   f"{st.expires_in_s:.1f} s (store {st.store}, prefix {store_prefix})")
+    else:
+        click.echo(f"controller {st.leader.describe()} holds {st.store} (SQLite: one controller)")
 
 
 @click.group("agent")
@@ -192,7 +244,7 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed_te
                 server = MetricsServer(metrics.registry, metrics_http).start()
             link = AgentLink(device, config, metrics=metrics, metrics_port=server.port if server else 0,
                              workloads=workloads.registry)
-            click.echo(f"agent {link.device_id} ({link.info.model}) dialling {config.controller}"
+            click.echo(f"agent {link.device_id} ({link.info.model}) dialling {', '.join(link.addresses)}"
                        + (f", metrics on {server.url}" if server else "")
                        + (f", training sessions on {config.session_socket}" if config.session_socket else ""))
             await link.run(stop)

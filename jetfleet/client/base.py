@@ -10,7 +10,7 @@ import grpc
 
 from jetfleet.client.settings import ClientSettings, resolve
 from jetfleet.shared.errors import JetfleetError
-from jetfleet.shared.grpc_errors import from_controller, from_rpc_error
+from jetfleet.shared.grpc_errors import from_controller, from_rpc_error, leader_of
 from jetfleet.shared.netutil import channel_credentials
 from jetfleet.shared.proto import operator_pb2_grpc
 
@@ -28,12 +28,33 @@ class ClientBase:
         file (``jetfleet.client.settings``). Mutual TLS when the lab CA, an operator certificate and its key are
         known (``jetfleet certs issue operator NAME``)."""
         self.settings = settings or resolve(address, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
-        self.address = self.settings.controller
+        # several addresses: a lab's leader and its standbys ("a:50051,b:50051"); calls go to the one that leads
+        self.addresses = self.settings.controller.split(",")
         self.timeout_s = timeout_s
-        creds = channel_credentials(self.settings.tls_ca, self.settings.tls_cert, self.settings.tls_key)
-        self.tls = creds is not None
-        self._channel = grpc.secure_channel(self.address, creds) if creds else grpc.insecure_channel(self.address)
+        self._creds = channel_credentials(self.settings.tls_ca, self.settings.tls_cert, self.settings.tls_key)
+        self.tls = self._creds is not None
+        self._use(self.addresses[0])
+
+    def _use(self, address: str) -> None:
+        """Talk to ``address`` from now on (the channel to the previous one is closed)."""
+        old = getattr(self, "_channel", None)
+        self.address = address
+        self._channel = (grpc.secure_channel(address, self._creds) if self._creds
+                         else grpc.insecure_channel(address))
         self._stub = operator_pb2_grpc.OperatorStub(self._channel)
+        if old is not None:
+            old.close()
+
+    def _next_address(self, e: grpc.RpcError, tried: list[str]) -> str | None:
+        """Where to send a call again after ``e``: the leader a standby named (it refused the call, so nothing was
+        done), or the next address not yet tried when this one could not be reached; None: give up."""
+        if e.code() != grpc.StatusCode.UNAVAILABLE:  # type: ignore[attr-defined]
+            return None
+        if from_controller(e):
+            leader = leader_of(e)
+            return leader if leader and leader not in tried else None
+        rest = [a for a in self.addresses if a not in tried]
+        return rest[0] if rest else None
 
     def __enter__(self) -> Any:
         return self
@@ -57,11 +78,18 @@ class ClientBase:
         return err
 
     def _unary(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
-        """Call rpc ``method`` with ``request`` and return its answer (protobuf); a failure as a domain error."""
-        try:
-            return getattr(self._stub, method)(request, timeout=timeout_s or self.timeout_s, wait_for_ready=False)
-        except grpc.RpcError as e:
-            raise self._error(e) from None
+        """Call rpc ``method`` with ``request`` and return its answer (protobuf); a failure as a domain error. A
+        standby's refusal naming the leader sends the call there; an address that cannot be reached, to the next."""
+        tried = [self.address]
+        while True:
+            try:
+                return getattr(self._stub, method)(request, timeout=timeout_s or self.timeout_s, wait_for_ready=False)
+            except grpc.RpcError as e:
+                target = self._next_address(e, tried)
+                if target is None:
+                    raise self._error(e) from None
+                tried.append(target)
+                self._use(target)
 
     def _stream(self, method: str, request: Any, timeout_s: float | None = None) -> Iterator[Any]:
         """The answers of server-streaming rpc ``method`` as they arrive; a failure as a domain error. Leaving the

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jetfleet.shared.address import DEFAULT_PORT, with_default_port
+from jetfleet.shared.address import DEFAULT_PORT, controller_list
 from jetfleet.shared.errors import InvalidArgument
 
 DEFAULT_CONTROLLER = f"127.0.0.1:{DEFAULT_PORT}"
@@ -107,5 +107,5 @@ def resolve(controller: str | None = None, *, tls_ca: str | None = None, tls_cer
             values[key], sources[key] = file_values[key], str(path)
         else:
             values[key], sources[key] = (DEFAULT_CONTROLLER if key == "controller" else ""), "default"
-    values["controller"] = with_default_port(values["controller"])
+    values["controller"] = ",".join(controller_list(values["controller"]))
     return ClientSettings(**values, sources=sources, config_file=str(path))

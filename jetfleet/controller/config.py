@@ -11,6 +11,10 @@ class ControllerConfig:
 
     listen: str = "127.0.0.1:50051"
     store: str = "~/.local/share/jetfleet"   # a data directory (SQLite) or redis://HOST:PORT/DB
+    store_prefix: str = "jetfleet"           # Redis key prefix: one lab (one leader) per prefix
+    lease_ttl_s: float = 3.0                 # Redis: a dead leader's lease expires this long after its last renewal
+    lease_renew_s: float = 0.5               # Redis: the leader renews its lease this often (<= ttl / 3)
+    lease_try_s: float = 0.5                 # Redis: a standby tries to take the lease this often
     metrics_port: int | None = None          # the /metrics and /sd/agents endpoint; None: not served
     metrics_address: str = ""                # where it binds ("": the gRPC listen address)
     metrics_tls_cert: str = ""               # HTTPS for it: certificate and key

@@ -79,6 +79,12 @@ class ControllerMetrics:
             self.job_steps.labels(goal)
         self.inference = InferenceCollector()
         r.register(self.inference)
+        self.leader = Gauge("jetfleet_controller_leader", "1 while this controller leads its lab (holds the Redis "
+                            "lease, or the SQLite data directory), 0 while it stands by", registry=r)
+        self.lease_age = Gauge("jetfleet_controller_lease_age_seconds", "The leader: seconds since it last renewed "
+                               "its Redis lease (0 on a standby and on SQLite)", registry=r)
+        self.takeovers = Counter("jetfleet_controller_takeovers_total", "Times this controller took the lead of a "
+                                 "lab that had a leader before (a Redis lease term after the first)", registry=r)
         self._job_stage: dict[str, tuple[str, str, str]] = {}   # job -> the labels of its progress timestamp series
 
     def board_offline(self, device_id: str, board_model: str) -> None:

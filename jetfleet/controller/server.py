@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import gc
 import json
 import logging
 import resource
+import time
 from pathlib import Path
 
 import grpc
@@ -19,6 +21,11 @@ from jetfleet.controller.fleet.caps import GROUP_LABEL, FleetCaps
 from jetfleet.controller.fleet.queue import FleetQueue
 from jetfleet.controller.health import HealthAndReflection
 from jetfleet.controller.jobs import JobManager, JobsConfig
+from jetfleet.controller.leader.dirlock import DataDirLock
+from jetfleet.controller.leader.gate import StandbyGate
+from jetfleet.controller.leader.identity import ControllerIdentity
+from jetfleet.controller.leader.lease import LeaseConfig, RedisLease
+from jetfleet.controller.leader.role import Role
 from jetfleet.controller.leases import BoardLeases
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.powertrain.cache import PredictionCache
@@ -28,6 +35,8 @@ from jetfleet.controller.service import OperatorService
 from jetfleet.controller.servicers import AgentLinkServicer, OperatorServicer
 from jetfleet.controller.sessions import AgentSessions
 from jetfleet.controller.store import Store, open_store
+from jetfleet.controller.store.redis import RedisStore
+from jetfleet.controller.store.sqlite import SqliteStore
 from jetfleet.controller.telemetry import TelemetryHub
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, Unavailable
 from jetfleet.shared.metrics_http import MetricsHttpConfig, MetricsServer
@@ -69,7 +78,7 @@ class Controller:
 
     def __init__(self, config: ControllerConfig, store: Store | None = None, jobs: JobsConfig | None = None) -> None:
         self.config = config
-        self.store = store or open_store(config.store)
+        self.store = store or open_store(config.store, prefix=config.store_prefix)
         self.metrics = ControllerMetrics()
         self.registry = Registry(self.store, config, self.metrics)
         self.telemetry = TelemetryHub(config, self.metrics)
@@ -96,6 +105,23 @@ class Controller:
         self._reaper: asyncio.Task[None] | None = None
         self._metrics_server: MetricsServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.identity = ControllerIdentity.here("", time.time())
+        # SQLite serves one controller: its data directory is locked for this controller's life
+        self._dir_lock = DataDirLock(self.store.path.parent) if isinstance(self.store, SqliteStore) else None
+        # Redis serves a lab of controllers: one leads (a lease), the others stand by; every write is fenced
+        self.role = Role(self._lease(), self.metrics, self._lead, self._lost)
+        self._role_stop = asyncio.Event()
+        self._role_task: asyncio.Task[None] | None = None
+
+    def _lease(self) -> RedisLease | None:
+        if not isinstance(self.store, RedisStore):
+            return None
+        c = self.config
+        lease = LeaseConfig(ttl_s=c.lease_ttl_s, renew_every_s=c.lease_renew_s, try_every_s=c.lease_try_s).check()
+        self.store.fence(0)   # nothing is written until this controller leads
+        # a renewal that hangs is given up within a renewal period, so a cut-off leader learns it early
+        timeout_s = max(0.25, min(1.0, lease.renew_every_s))
+        return RedisLease(self.store.client(timeout_s=timeout_s), self.store.p, self.identity, lease)
 
     async def start(self) -> int:
         """Load the boards, serve gRPC (plaintext off loopback only if ``insecure``), resume campaigns; returns the port."""
@@ -111,9 +137,20 @@ class Controller:
                                       field="listen")
             log.warning("PLAINTEXT gRPC on %s (--insecure): anyone who can reach it can drive these boards and "
                         "read their data", self.config.listen)
+        if self._dir_lock is not None:
+            self._dir_lock.acquire(self.identity)   # before anything is read or written: a second one is refused
+        try:
+            return await self._start(host, port, creds, metrics_http)
+        except BaseException:
+            if self._dir_lock is not None:
+                self._dir_lock.release()
+            raise
+
+    async def _start(self, host: str, port: int, creds: grpc.ServerCredentials | None,
+                     metrics_http: MetricsHttpConfig | None) -> int:
         await self.registry.load()
         log.info("store %s: %s", self.store.url, self.store.durability())
-        self._server = grpc.aio.server(options=self.grpc_options())
+        self._server = grpc.aio.server(options=self.grpc_options(), interceptors=[StandbyGate(self.role)])
         agent_pb2_grpc.add_AgentLinkServicer_to_server(AgentLinkServicer(self.sessions, tls=self.tls), self._server)
         operator_pb2_grpc.add_OperatorServicer_to_server(OperatorServicer(self.service, tls=self.tls), self._server)
         health = self._health = HealthAndReflection(self._server)
@@ -127,19 +164,59 @@ class Controller:
             raise FailedPrecondition(f"cannot listen on {self.config.listen}: the address is in use (another "
                                      "controller?) or not this host's", field="listen")
         await self._server.start()
-        await self.campaigns.start()
-        await self.jobs.start()
-        self._fleet_stop.clear()
-        self._fleet_task = asyncio.create_task(self.fleet_queue.run(self._fleet_stop))
+        self.identity = dataclasses.replace(self.identity, address=self.advertised_address(host))
+        if self._dir_lock is not None:
+            self._dir_lock.announce(self.identity)
+        await self.role.first_try(self.identity)
+        self._role_stop.clear()
+        self._role_task = asyncio.create_task(self.role.run(self._role_stop))
         await health.serving()
         self._reaper = asyncio.create_task(self._reap_loop())
         if metrics_http is not None:
             self._loop = asyncio.get_running_loop()
             self._metrics_server = MetricsServer(self.metrics.registry, metrics_http,
                                                  routes={"/sd/agents": self._sd_agents}).start()
-        log.info("controller listening on %s:%d (%s, store %s)", host, self.port,
-                 "mutual TLS" if self.tls else "plaintext", self.store.url)
+        log.info("controller listening on %s:%d (%s, store %s, %s)", host, self.port,
+                 "mutual TLS" if self.tls else "plaintext", self.store.url,
+                 "leader" if self.role.leading else "standby")
         return self.port
+
+    async def _lead(self, token: int) -> None:
+        """Act: this controller leads (``token`` its Redis term; 0 on SQLite). A standby taking over loads what the
+        leader left (boards, fleet caps and labels, campaigns, jobs) and resumes it; commands are idempotent by id,
+        so a board's run the old leader started is joined, not repeated."""
+        if isinstance(self.store, RedisStore):
+            self.store.fence(token)
+            (log.warning if token > 1 else log.info)("%s %s (fencing token %d)", "taking over as leader of"
+                                                     if token > 1 else "leading", self.store.p, token)
+            await self.registry.load()
+            await asyncio.to_thread(self.fleet.load)
+        await self.campaigns.start()
+        await self.jobs.start()
+        self._fleet_stop.clear()
+        self._fleet_task = asyncio.create_task(self.fleet_queue.run(self._fleet_stop))
+
+    async def _lost(self) -> None:
+        """Stop acting: the lease is gone, another controller may lead (its writes are fenced from now on)."""
+        if isinstance(self.store, RedisStore):
+            self.store.fence(0)
+        await self._stop_acting()
+        self.registry.close_all()   # agents dial again and find the leader
+        log.error("this controller lost the lead and stopped acting; restart it to stand by again")
+
+    async def _stop_acting(self) -> None:
+        self._fleet_stop.set()
+        if self._fleet_task is not None:
+            await self._fleet_task
+            self._fleet_task = None
+        await self.jobs.stop()
+        await self.campaigns.stop()
+
+    def advertised_address(self, host: str) -> str:
+        """HOST:PORT where this controller is reached (its bound port; a wildcard host becomes this host's name)."""
+        if host in ("0.0.0.0", "::", ""):
+            host = self.identity.host
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
 
     def grpc_options(self) -> list[tuple[str, int]]:
         """gRPC server options: message limits, keepalive, an exclusive port, and bounded connections."""
@@ -222,11 +299,10 @@ class Controller:
             await self._health.stopping()
         if self._reaper:
             self._reaper.cancel()
-        self._fleet_stop.set()
-        if self._fleet_task is not None:
-            await self._fleet_task
-        await self.jobs.stop()
-        await self.campaigns.stop()
+        self._role_stop.set()
+        if self._role_task is not None:
+            await self._role_task
+        await self._stop_acting()
         await self.router.close()
         self.registry.close_all()
         if self._server:
@@ -234,5 +310,8 @@ class Controller:
         if self._metrics_server is not None:
             self._metrics_server.stop()
             self._metrics_server = None
+        await self.role.release()
         self.store.close()
+        if self._dir_lock is not None:
+            self._dir_lock.release()
         log.info("controller stopped")

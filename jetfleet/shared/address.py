@@ -11,6 +11,7 @@ from jetfleet.shared.errors import InvalidArgument
 
 DEFAULT_PORT = 50051
 MAX_ADDRESS = 255
+MAX_CONTROLLERS = 16   # addresses in one --controller list (a lab's leader and its standbys)
 
 
 def with_default_port(address: str, default_port: int = DEFAULT_PORT, field: str = "controller") -> str:
@@ -50,3 +51,21 @@ def with_default_port(address: str, default_port: int = DEFAULT_PORT, field: str
 def _check_port(port: str, text: str, field: str) -> None:
     if not (port.isdigit() and 1 <= int(port) <= 65535):
         raise InvalidArgument(f"{field} {text!r}: the port must be a number 1..65535", field=field)
+
+
+def controller_list(text: str, default_port: int = DEFAULT_PORT, field: str = "controller") -> list[str]:
+    """A comma-separated list of controllers (a lab's leader and its standbys), each completed by
+    ``with_default_port``, duplicates dropped, in the order given. InvalidArgument naming ``field`` for an empty
+    entry, a bad address, or more than MAX_CONTROLLERS."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) > MAX_CONTROLLERS:
+        raise InvalidArgument(f"{field}: {len(parts)} addresses; at most {MAX_CONTROLLERS}", field=field)
+    out: list[str] = []
+    for part in parts:
+        if not part:
+            raise InvalidArgument(f"{field} {text[:64]!r}: an empty address in the list; expected HOST[:PORT],"
+                                  "HOST[:PORT],...", field=field)
+        address = with_default_port(part, default_port, field)
+        if address not in out:
+            out.append(address)
+    return out

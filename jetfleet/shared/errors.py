@@ -48,6 +48,15 @@ class Unavailable(JetfleetError):
     code = "UNAVAILABLE"
 
 
+class NotLeader(Unavailable):
+    """A standby controller refused a call that changes state (or an agent's session): ``leader`` is the address
+    (HOST:PORT) of the controller that leads, "" while none is known (a takeover under way)."""
+
+    def __init__(self, message: str, *, field: str | None = None, leader: str = "") -> None:
+        super().__init__(message, field=field)
+        self.leader = leader
+
+
 class PermissionDenied(JetfleetError):
     """The peer's certificate lacks the role, or the identity, the call needs."""
 

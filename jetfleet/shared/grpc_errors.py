@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from jetfleet.shared.errors import JetfleetError, ResourceExhausted, Unavailable, error_from_code
+from jetfleet.shared.errors import JetfleetError, NotLeader, ResourceExhausted, Unavailable, error_from_code
 from jetfleet.shared.proto import common_pb2
 
 log = logging.getLogger(__name__)
@@ -26,6 +26,8 @@ ERROR_FIELD_KEY = "jetfleet-error-field"
 # Trailing metadata on a RESOURCE_EXHAUSTED that says when to try again (whole milliseconds): a controller admitting
 # hellos tells the agents it turns away how long to wait, so they come back spread out instead of all at once.
 RETRY_AFTER_KEY = "jetfleet-retry-after-ms"
+# Trailing metadata on a standby's UNAVAILABLE naming the leader (HOST:PORT): agents and clients go there instead.
+LEADER_KEY = "jetfleet-leader"
 
 
 def status_of(err: JetfleetError) -> grpc.StatusCode:
@@ -82,8 +84,10 @@ MAX_DETAILS = 2000   # characters of an error message on the wire (status detail
 
 
 async def _abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str,
-                 field: str | None = None, retry_after_s: float | None = None) -> None:
+                 field: str | None = None, retry_after_s: float | None = None, leader: str = "") -> None:
     metadata: tuple[tuple[str, str], ...] = (ERROR_ORIGIN,)
+    if leader:
+        metadata += ((LEADER_KEY, "".join(c for c in leader[:300] if " " < c <= "~")),)
     if field:  # metadata values are printable ASCII: a field name is an identifier path (hello.board.model)
         safe = "".join(c for c in field[:200] if " " <= c <= "~")
         metadata += ((ERROR_FIELD_KEY, safe),)
@@ -97,7 +101,8 @@ async def abort(context: grpc.aio.ServicerContext, err: JetfleetError) -> None:
     """End a call with a domain error, as ``rpc`` does: its status, message, field and (RESOURCE_EXHAUSTED) the
     wait before trying again."""
     await _abort(context, status_of(err), err.message, err.field,
-                 err.retry_after_s if isinstance(err, ResourceExhausted) else None)
+                 err.retry_after_s if isinstance(err, ResourceExhausted) else None,
+                 err.leader if isinstance(err, NotLeader) else "")
 
 
 def _trailing(e: grpc.RpcError) -> tuple[tuple[str, str], ...]:
@@ -110,6 +115,14 @@ def _trailing(e: grpc.RpcError) -> tuple[tuple[str, str], ...]:
 def from_controller(e: grpc.RpcError) -> bool:
     """True if the controller itself sent this error (not the transport failing to reach it)."""
     return any((k, v) == ERROR_ORIGIN for k, v in _trailing(e))
+
+
+def leader_of(e: grpc.RpcError) -> str:
+    """The leader's address a standby named in its refusal (trailing metadata), or ""."""
+    for k, v in _trailing(e):
+        if k == LEADER_KEY and v:
+            return str(v)
+    return ""
 
 
 def error_field(e: grpc.RpcError) -> str | None:

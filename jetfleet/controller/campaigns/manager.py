@@ -223,6 +223,9 @@ class CampaignManager:
                 self._store_down = False
                 continue
             if not run.queue and not run.in_flight:
+                if run.tasks:   # a dispatch still storing its mode's failed state: the campaign ends after it
+                    await asyncio.gather(*list(run.tasks), return_exceptions=True)
+                    continue
                 await self._finish(run)
                 return
             online = [d for d in self._candidates(run) if d.online]

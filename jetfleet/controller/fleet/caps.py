@@ -51,10 +51,15 @@ class FleetCaps:
         self._idle: dict[str, float] = {}    # board -> the lowest total power it has shown (its idle, or above)
         self._views: dict[str, BoardView] = {}
         # Labels and caps are read on every `devices ls` and scrape: held here (written through to the store, loaded
-        # once at start) so that those keep answering while the store is unavailable.
-        self._labels: dict[str, dict[str, str]] = {
-            str(d["device_id"]): dict(d.get("labels", {})) for d in self.store.list_docs(LABEL_KIND)}
-        self._caps: dict[str, float] = {str(d["group"]): float(d["cap_w"]) for d in self.store.list_docs(CAP_KIND)}
+        # at start and when a standby takes the lead) so that those keep answering while the store is unavailable.
+        self._labels: dict[str, dict[str, str]] = {}
+        self._caps: dict[str, float] = {}
+        self.load()
+
+    def load(self) -> None:
+        """Read the labels and caps from the store (at start, and when this controller takes the lead)."""
+        self._labels = {str(d["device_id"]): dict(d.get("labels", {})) for d in self.store.list_docs(LABEL_KIND)}
+        self._caps = {str(d["group"]): float(d["cap_w"]) for d in self.store.list_docs(CAP_KIND)}
 
     def refresh(self) -> dict[str, BoardView]:
         """Snapshot every known board (event loop only): its power now and the lowest it has shown."""

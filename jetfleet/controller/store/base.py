@@ -16,9 +16,13 @@ from typing import Any
 from jetfleet.controller.store.job_record import JobRecord
 from jetfleet.shared.bounds import MAX_MINIBATCH_S, MAX_TIMESTAMP_S
 from jetfleet.shared.catalog import power_limit_w
-from jetfleet.shared.errors import InvalidArgument
+from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 
 MAX_EVENTS_PER_DEVICE = 10_000   # events kept per board (the oldest go first), on every backend
+
+
+class Fenced(FailedPrecondition):
+    """A write by a controller that no longer leads (its fencing token is not current): nothing was written."""
 
 
 @dataclass

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from jetfleet.controller.store.job_record import JobRecord, job_doc, job_from_doc
+from jetfleet.controller.store.redis_fence import FencedWrites
 
 # KEYS: the job's hash. ARGV: run id, minibatches done, energy, elapsed.
 _ADVANCE = """
@@ -25,6 +26,13 @@ redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 return 1
 """
 
+# KEYS: the job's hash. ARGV: field, value pairs. Only an existing job is updated.
+_UPDATE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return 1
+"""
+
 
 def _fields(rec: JobRecord) -> dict[str, str]:
     return {"doc": json.dumps(job_doc(rec)), "run_id": rec.run_id, "minibatches_done": str(rec.minibatches_done),
@@ -36,8 +44,8 @@ def _record(h: dict[str, str]) -> JobRecord:
                         energy_j=float(h["energy_j"]), elapsed_s=float(h["elapsed_s"]))
 
 
-class RedisJobs:
-    """The jobs part of ``RedisStore`` (which provides the client, the key prefix and error mapping)."""
+class RedisJobs(FencedWrites):
+    """The jobs part of ``RedisStore`` (which provides the client, the key prefix and error mapping); writes fenced."""
 
     p: str
     r: Any
@@ -48,8 +56,8 @@ class RedisJobs:
     def create_job(self, rec: JobRecord) -> bool:
         """A Lua script, so it is atomic: the job's fields and its index entry, unless it exists."""
         pairs = [v for kv in _fields(rec).items() for v in kv]
-        return bool(self._call(self.r.eval, _CREATE, 2, f"{self.p}:job:{rec.job_id}", f"{self.p}:jobs", rec.job_id,
-                               repr(float(rec.created_s)), *pairs))
+        return bool(self._write(lambda pipe: pipe.eval(_CREATE, 2, f"{self.p}:job:{rec.job_id}", f"{self.p}:jobs",
+                                                       rec.job_id, repr(float(rec.created_s)), *pairs))[0])
 
     def get_job(self, job_id: str) -> JobRecord | None:
         """The job's hash, or None."""
@@ -66,13 +74,12 @@ class RedisJobs:
         return sorted(jobs, key=lambda j: (j.created_s, j.job_id))
 
     def update_job(self, rec: JobRecord) -> None:
-        """HSET of every field, if the job exists."""
+        """HSET of every field, if the job exists (a Lua script, so the check and the write are one)."""
         key = f"{self.p}:job:{rec.job_id}"
-        if self._call(self.r.exists, key):
-            fields = _fields(rec)
-            self._call(lambda: self.r.hset(key, mapping=fields))
+        fields = _fields(rec)
+        self._write(lambda pipe: pipe.eval(_UPDATE, 1, key, *[v for kv in fields.items() for v in kv]))
 
     def advance_job(self, job_id: str, run_id: str, minibatches_done: int, energy_j: float, elapsed_s: float) -> bool:
         """A Lua script: compare the run id and the counts, then write, atomically."""
-        return bool(self._call(self.r.eval, _ADVANCE, 1, f"{self.p}:job:{job_id}", run_id, minibatches_done,
-                               repr(float(energy_j)), repr(float(elapsed_s))))
+        return bool(self._write(lambda pipe: pipe.eval(_ADVANCE, 1, f"{self.p}:job:{job_id}", run_id, minibatches_done,
+                                                       repr(float(energy_j)), repr(float(elapsed_s))))[0])

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from typing import Any
-from urllib.parse import urlparse
 
 import redis
 
@@ -28,6 +28,7 @@ from jetfleet.controller.store.base import (
 )
 from jetfleet.controller.store.jobs_redis import RedisJobs
 from jetfleet.controller.store.raw import raw_from_text, raw_to_text
+from jetfleet.controller.store.redis_connect import connect, redacted
 from jetfleet.shared.errors import AlreadyExists, InvalidArgument, PermissionDenied, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -56,37 +57,37 @@ return 1
 _SUMMARY_FIELDS = tuple(f.name for f in fields(ProfileRecord) if f.name not in ("raw", "raw_pb"))
 
 
-def redacted(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for logs, errors and the start-up line)."""
-    parsed = urlparse(url)
-    if parsed.password is None:
-        return url
-    user = parsed.username or ""
-    host = parsed.netloc.rpartition("@")[2]
-    return parsed._replace(netloc=f"{user}:***@{host}").geturl()
-
-
 class RedisStore(RedisJobs, Store):
-    """The shared store: keys under ``prefix`` in Redis, for several controller replicas.
+    """The shared store: keys under ``prefix`` in Redis, for several controller replicas, of which only the leader
+    writes (every write is fenced: ``fence``, jetfleet.controller.leader).
 
     It warns at start when Redis does not fsync every write (appendonly yes, appendfsync always)."""
 
     def __init__(self, url: str, prefix: str = "jetfleet", *, max_events: int = MAX_EVENTS_PER_DEVICE,
                  timeout_s: float = 5.0) -> None:
-        parsed = urlparse(url)
         self._url = redacted(url)  # the password (redis://:PASSWORD@HOST) is used to connect, never shown
-        if parsed.scheme != "redis" or not parsed.hostname:
-            raise InvalidArgument(f"store {self._url!r}: expected redis://[:PASSWORD@]HOST:PORT/DB", field="store")
-        self.p = prefix
+        self.p = self.check_prefix(prefix)
         self.max_events = max_events
-        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=timeout_s,
-                                      socket_connect_timeout=timeout_s)
+        self.r = connect(url, timeout_s)   # one server, or the master Redis Sentinel names (redis_connect.py)
+        self._client_for = lambda t: connect(url, t)
         self._record_script = self.r.register_script(_RECORD)   # EVALSHA: the script is sent once
         d = self.durability()
         if d["appendonly"] != "yes" or d["appendfsync"] != "always":
             log.warning("Redis at %s has appendonly=%s appendfsync=%s: acknowledged writes may be lost in a "
                         "crash; run it with --appendonly yes --appendfsync always", self._url, d["appendonly"],
                         d["appendfsync"])
+
+    @staticmethod
+    def check_prefix(prefix: str) -> str:
+        """A key prefix: 1..64 letters, digits, '_', '-' or '.' (one lab per prefix)."""
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", prefix):
+            raise InvalidArgument(f"store prefix {prefix!r}: expected 1..64 letters, digits, '_', '-' or '.'",
+                                  field="store_prefix")
+        return prefix
+
+    def client(self, timeout_s: float) -> Any:
+        """A client of its own to the same Redis with ``timeout_s`` on every call (the leader lease's)."""
+        return self._client_for(timeout_s)
 
     @property
     def url(self) -> str:
@@ -117,18 +118,14 @@ class RedisStore(RedisJobs, Store):
         old = self._call(self.r.get, key)
         if old:
             rec = replace(rec, first_seen_s=json.loads(old)["first_seen_s"])
-        pipe = self.r.pipeline(transaction=True)
-        pipe.set(key, json.dumps(asdict(rec)))
-        pipe.sadd(f"{self.p}:devices", rec.device_id)
-        self._call(pipe.execute)
+        doc = json.dumps(asdict(rec))
+        self._write(lambda pipe: (pipe.set(key, doc), pipe.sadd(f"{self.p}:devices", rec.device_id)))
 
     def delete_device(self, device_id: str) -> bool:
         """Delete the record, its index entry and its events in one MULTI/EXEC."""
-        pipe = self.r.pipeline(transaction=True)
-        pipe.delete(f"{self.p}:device:{device_id}")
-        pipe.srem(f"{self.p}:devices", device_id)
-        pipe.delete(f"{self.p}:events:{device_id}")
-        return bool(self._call(pipe.execute)[0])
+        return bool(self._write(lambda pipe: (pipe.delete(f"{self.p}:device:{device_id}"),
+                                              pipe.srem(f"{self.p}:devices", device_id),
+                                              pipe.delete(f"{self.p}:events:{device_id}")))[0])
 
     def get_device(self, device_id: str) -> DeviceRecord | None:
         """The board's record, or None."""
@@ -145,7 +142,8 @@ class RedisStore(RedisJobs, Store):
 
     def insert_command(self, cmd: CommandRecord) -> bool:
         """SET NX: False if the id exists."""
-        return bool(self._call(self.r.set, f"{self.p}:command:{cmd.command_id}", json.dumps(asdict(cmd)), nx=True))
+        doc = json.dumps(asdict(cmd))
+        return bool(self._write(lambda pipe: pipe.set(f"{self.p}:command:{cmd.command_id}", doc, nx=True))[0])
 
     def finish_command(self, command_id: str, status: str, result: dict[str, Any], error: dict[str, str],
                        finished_s: float) -> None:
@@ -154,7 +152,8 @@ class RedisStore(RedisJobs, Store):
         if cmd is None:
             return
         cmd.status, cmd.result, cmd.error, cmd.finished_s = status, result, error, finished_s
-        self._call(self.r.set, f"{self.p}:command:{command_id}", json.dumps(asdict(cmd)))
+        doc = json.dumps(asdict(cmd))
+        self._write(lambda pipe: pipe.set(f"{self.p}:command:{command_id}", doc))
 
     def get_command(self, command_id: str) -> CommandRecord | None:
         """The command, or None."""
@@ -164,10 +163,8 @@ class RedisStore(RedisJobs, Store):
     def append_event(self, event: Event) -> None:
         """LPUSH onto the board's list, trimmed to the newest ``max_events`` events."""
         key = f"{self.p}:events:{event.device_id}"
-        pipe = self.r.pipeline(transaction=True)
-        pipe.lpush(key, json.dumps(asdict(event)))
-        pipe.ltrim(key, 0, self.max_events - 1)
-        self._call(pipe.execute)
+        doc = json.dumps(asdict(event))
+        self._write(lambda pipe: (pipe.lpush(key, doc), pipe.ltrim(key, 0, self.max_events - 1)))
 
     def list_events(self, device_id: str, limit: int = 100) -> list[Event]:
         """The head of the board's list, newest first (none for ``limit`` <= 0)."""
@@ -195,7 +192,7 @@ class RedisStore(RedisJobs, Store):
                           mapping={m: json.dumps(asdict(ModeState(m))) for m in part})
                 pipe.rpush(f"{self.p}:corder:{rec.campaign_id}", *part)
 
-        self._call(self.r.transaction, write, key)
+        self._tx(write, key)
 
     def get_campaign(self, campaign_id: str) -> CampaignRecord | None:
         """The campaign, or None."""
@@ -213,7 +210,8 @@ class RedisStore(RedisJobs, Store):
         rec = self.get_campaign(campaign_id)
         if rec is not None:
             rec.status, rec.finished_s = status, finished_s
-            self._call(self.r.set, f"{self.p}:campaign:{campaign_id}", json.dumps(asdict(rec)))
+            doc = json.dumps(asdict(rec))
+            self._write(lambda pipe: pipe.set(f"{self.p}:campaign:{campaign_id}", doc))
 
     def campaign_modes(self, campaign_id: str) -> list[ModeState]:
         """The modes' states in the campaign's order list."""
@@ -225,13 +223,14 @@ class RedisStore(RedisJobs, Store):
         """HSET of the mode's state and SET of the command's log entry, in one MULTI/EXEC."""
         key = f"{self.p}:cmodes:{campaign_id}"
         value = json.dumps(asdict(state))
-        if command is None:
-            self._call(self.r.hset, key, state.mode, value)
-            return
-        pipe = self.r.pipeline(transaction=True)
-        pipe.set(f"{self.p}:command:{command.command_id}", self._command_json(command))
-        pipe.hset(key, state.mode, value)
-        self._call(pipe.execute)
+        logged = self._command_json(command) if command is not None else ""
+
+        def queue(pipe: Any) -> None:
+            if command is not None:
+                pipe.set(f"{self.p}:command:{command.command_id}", logged)
+            pipe.hset(key, state.mode, value)
+
+        self._write(queue)
 
     def _profile_keys(self, rec: ProfileRecord) -> tuple[str, str, str, list[str]]:
         member = f"{rec.source}|{rec.mode}|{rec.observation}"
@@ -255,29 +254,32 @@ class RedisStore(RedisJobs, Store):
         its mode done (its attempt count kept), unless the result exists."""
         member, key, raw_key, idx = self._profile_keys(rec.check())
         command_key = f"{self.p}:command:{command.command_id}" if command is not None else key
-        ok = self._call(self._record_script, keys=[key, raw_key, f"{self.p}:cmodes:{rec.source}", command_key, *idx],
-                        args=[self._summary_json(rec), raw_to_text(rec.raw, rec.raw_pb), rec.mode, rec.device_id,
-                              member, self._command_json(command) if command is not None else ""])
-        return bool(ok)
+        keys = [key, raw_key, f"{self.p}:cmodes:{rec.source}", command_key, *idx]
+        args = [self._summary_json(rec), raw_to_text(rec.raw, rec.raw_pb), rec.mode, rec.device_id, member,
+                self._command_json(command) if command is not None else ""]
+        return bool(self._write(lambda pipe: self._record_script(keys=keys, args=args, client=pipe))[0])
 
     def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> int:
         """Catalogs (SET NX: a stored one is kept), rows (SET NX: a stored row is kept) and their index entries
         in one MULTI/EXEC; returns the rows added."""
         for rec in records:
             rec.check()
-        pipe = self.r.pipeline(transaction=True)  # MULTI/EXEC: all or nothing
-        for model, cat in catalogs.items():
-            pipe.set(f"{self.p}:catalog:{model}", json.dumps(cat), nx=True)
-        slots = []
-        for rec in records:
-            member, key, raw_key, idx = self._profile_keys(rec)
-            slots.append(len(pipe))
-            pipe.set(key, self._summary_json(rec), nx=True)
-            if rec.raw is not None or rec.raw_pb:
-                pipe.set(raw_key, raw_to_text(rec.raw, rec.raw_pb), nx=True)
-            for i in idx:
-                pipe.sadd(i, member)
-        results = self._call(pipe.execute)
+        slots: list[int] = []
+
+        def queue(pipe: Any) -> None:   # MULTI/EXEC: all or nothing
+            slots.clear()                # (queued again if a watched key changed)
+            for model, cat in catalogs.items():
+                pipe.set(f"{self.p}:catalog:{model}", json.dumps(cat), nx=True)
+            for rec in records:
+                member, key, raw_key, idx = self._profile_keys(rec)
+                slots.append(len(pipe.command_stack))
+                pipe.set(key, self._summary_json(rec), nx=True)
+                if rec.raw is not None or rec.raw_pb:
+                    pipe.set(raw_key, raw_to_text(rec.raw, rec.raw_pb), nx=True)
+                for i in idx:
+                    pipe.sadd(i, member)
+
+        results = self._write(queue)
         return sum(1 for i in slots if results[i])
 
     def query_profiles(self, *, board_model: str = "", device_id: str = "", workload: str = "", mode: str = "",
@@ -305,7 +307,8 @@ class RedisStore(RedisJobs, Store):
 
     def put_catalog(self, model: str, catalog: dict[str, Any]) -> None:
         """SET of the model's catalog."""
-        self._call(self.r.set, f"{self.p}:catalog:{model}", json.dumps(catalog))
+        doc = json.dumps(catalog)
+        self._write(lambda pipe: pipe.set(f"{self.p}:catalog:{model}", doc))
 
     def get_catalog(self, model: str) -> dict[str, Any] | None:
         """The model's catalog, or None."""
@@ -315,7 +318,8 @@ class RedisStore(RedisJobs, Store):
     def put_roofline(self, rec: RooflineRecord) -> None:
         """HSET of the mode's field in the board model's roofline hash."""
         rec.check()
-        self._call(self.r.hset, f"{self.p}:roofline:{rec.board_model}", rec.mode, json.dumps(asdict(rec)))
+        doc = json.dumps(asdict(rec))
+        self._write(lambda pipe: pipe.hset(f"{self.p}:roofline:{rec.board_model}", rec.mode, doc))
 
     def get_rooflines(self, board_model: str) -> list[RooflineRecord]:
         """The board model's hash, by mode string."""
@@ -324,11 +328,15 @@ class RedisStore(RedisJobs, Store):
 
     def put_doc(self, kind: str, doc_id: str, doc: dict[str, Any]) -> None:
         """SET of the document; the sequence number of its first insertion keeps its place in ``list_docs``."""
-        seq = self._call(self.r.incr, f"{self.p}:docseq")  # insertion order; a replaced doc keeps its place
-        pipe = self.r.pipeline(transaction=True)
-        pipe.set(f"{self.p}:doc:{kind}:{doc_id}", json.dumps(doc))
-        pipe.zadd(f"{self.p}:docs:{kind}", {doc_id: seq}, nx=True)
-        self._call(pipe.execute)
+        text = json.dumps(doc)
+
+        def body(pipe: Any) -> None:
+            seq = pipe.incr(f"{self.p}:docseq")  # insertion order (after the fence check); a replaced doc keeps its place
+            pipe.multi()
+            pipe.set(f"{self.p}:doc:{kind}:{doc_id}", text)
+            pipe.zadd(f"{self.p}:docs:{kind}", {doc_id: seq}, nx=True)
+
+        self._tx(body)
 
     def get_doc(self, kind: str, doc_id: str) -> dict[str, Any] | None:
         """The document, or None."""
@@ -337,10 +345,8 @@ class RedisStore(RedisJobs, Store):
 
     def delete_doc(self, kind: str, doc_id: str) -> bool:
         """Remove a document; False if there was none."""
-        pipe = self.r.pipeline(transaction=True)
-        pipe.delete(f"{self.p}:doc:{kind}:{doc_id}")
-        pipe.zrem(f"{self.p}:docs:{kind}", doc_id)
-        removed, _ = self._call(pipe.execute)
+        removed, _ = self._write(lambda pipe: (pipe.delete(f"{self.p}:doc:{kind}:{doc_id}"),
+                                               pipe.zrem(f"{self.p}:docs:{kind}", doc_id)))
         return bool(removed)
 
     def list_docs(self, kind: str) -> list[dict[str, Any]]:
