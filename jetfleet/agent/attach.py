@@ -70,6 +70,8 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
     meter = EnergyMeter(device)
     t0 = meter.start()
     base, seen = session.steps, session.steps
+    if session.pacing_from_s is not None:   # a report paced on the twin as it is adopted: its time began there
+        t0 = min(t0, session.pacing_from_s)
     last_t = t0
     times: list[float] = []
     next_report = t0 + r.progress_interval_s
@@ -86,7 +88,7 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
         while True:
             steps = session.steps
             if steps > seen:
-                now = device.now_s()
+                now = max(last_t, session.last_step_s)   # the board's clock when these steps were counted
                 n = steps - seen
                 per_s = (now - last_t) / n      # the board seconds of a report, spread over its steps
                 take = min(n, r.minibatches - len(times))   # the report in flight at adoption may run past the end

@@ -77,6 +77,9 @@ class BoardSession:
     steps: int = 0
     reports: int = 0
     last_step_s: float = 0.0
+    # the board's clock when the report being paced now began (None between reports): a command adopting the
+    # session counts that report's time from here (the twin's clock moves while it paces, before the steps count)
+    pacing_from_s: float | None = None
     ended: str = ""                  # "" while it runs, "closed", or "lost: why"
     timed: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=MAX_TIMINGS_KEPT))
     windows: dict[str, tuple[float, EnergyMeter]] = field(default_factory=dict)
@@ -296,7 +299,11 @@ class SessionServer:
         n = wire.check_count(msg.get("n"), "n", 0, wire.MAX_STEPS_PER_REPORT)
         timed = wire.check_timings(msg.get("timed", []))
         if s.paced and n:
-            await to_thread(self._pace, s.workload, n)
+            s.pacing_from_s = self.device.now_s()
+            try:
+                await to_thread(self._pace, s.workload, n)
+            finally:
+                s.pacing_from_s = None
         s.steps += n
         s.reports += 1
         s.last_step_s = self.device.now_s()
