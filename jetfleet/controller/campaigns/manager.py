@@ -345,8 +345,7 @@ class CampaignManager:
                                  MAX_ATTEMPTS, answered=True)
         finally:
             run.in_flight.pop(mode, None)
-            if state.status == "pending":  # not measured: first in line again (as its campaign order says)
-                run.queue.appendleft(mode)
+            requeue = state.status == "pending"   # not measured: first in line again (as its campaign order says)
             self._release(device, run, mode)
             run.wake.set()
             self._update_gauges(run)
@@ -360,6 +359,9 @@ class CampaignManager:
                                        result=failed_result(cmd.command_id, outcome) if failed else None,
                                        finished_s=self.wall())
             await self.retry.run(self.store.set_mode_state, run.rec.campaign_id, state, entry, what="mode state")
+        if requeue:   # only once its state is stored: a next attempt's state is never overwritten by this one's
+            run.queue.appendleft(mode)
+            run.wake.set()
 
     def _store_result(self, run: Run, device: str, catalog: Catalog, mode: str, cmd: agent_pb2.Command,
                       created_s: float, result: agent_pb2.CommandResult) -> bool:

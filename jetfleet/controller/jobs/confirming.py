@@ -91,11 +91,12 @@ class Confirmer:
                      device, power_w, rec.power_budget_w, hi_w, time_ms)
         choice = conf.commit()
         before = rec.mode
-        measured = {c.mode: c for c in rec.confirms}
+        modes = self.feedback.base.modes
+        seen_w = {str(modes[i]): o.power_w for i, o in {**conf.known, **conf.measured}.items()}
         how = (f"measured {len(rec.confirms)} mode(s) before committing"
                + ("" if str(choice.mode) == before else f"; the model's choice {before} was replaced"))
-        if str(choice.mode) in measured:
-            how += f"; {choice.mode} measured at {measured[str(choice.mode)].power_w:.2f} W"
+        if str(choice.mode) in seen_w:   # the promise is the measurement (the model's bound there may be wider)
+            how += f"; {choice.mode} measured at {seen_w[str(choice.mode)]:.2f} W"
         old = rec.choice
         assert old is not None
         rec.choice = ChoiceRecord(str(choice.mode), choice.goal, choice.time_ms, choice.time_hi_ms, choice.power_w,
