@@ -48,6 +48,22 @@ def run_agents(controller: str, n: int, speed: float) -> None:
     asyncio.run(main())
 
 
+def start_controller(store_dir: str, *, env: dict[str, str] | None = None,
+                     cwd: str | Path | None = None) -> tuple[subprocess.Popen[str], str]:
+    """A `jetfleet controller serve` on a free port over ``store_dir`` (another checkout's with ``env``/``cwd``):
+    the process and the address it printed. RuntimeError if it did not say it listens."""
+    ctl = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
+                            "--store", store_dir], stdout=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    assert ctl.stdout is not None
+    line = ctl.stdout.readline()
+    m = LISTENING.search(line)
+    if not m:
+        ctl.kill()
+        ctl.wait()
+        raise RuntimeError(f"controller did not start: {line!r}")
+    return ctl, f"127.0.0.1:{m.group(1)}"
+
+
 def seed_models(store_dir: str, epochs: int) -> float:
     """A reference (``epochs`` of training) and a calibrated model of the target in the store; returns the calibrated
     transfer's CPU seconds."""
@@ -79,14 +95,7 @@ def seed_models(store_dir: str, epochs: int) -> float:
 def bench(n: int, speed: float, minibatches: int, epochs: int, idle_s: float) -> None:
     with tempfile.TemporaryDirectory() as d:
         transfer_cpu_s = seed_models(d, epochs)
-        ctl = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0",
-                                "--store", d], stdout=subprocess.PIPE, text=True)
-        assert ctl.stdout is not None
-        line = ctl.stdout.readline()
-        m = LISTENING.search(line)
-        if not m:
-            raise RuntimeError(f"controller did not start: {line!r}")
-        address = f"127.0.0.1:{m.group(1)}"
+        ctl, address = start_controller(d)
         agents = subprocess.Popen([sys.executable, __file__, "--run-agents", str(n), "--controller", address,
                                    "--speed", str(speed)], stdin=subprocess.PIPE, text=True)
         try:

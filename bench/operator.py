@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.fleet import LISTENING, cpu_s, rss_mib  # noqa: E402
-from bench.jobs import BOARD, WORKLOAD, seed_models  # noqa: E402
+from bench.fleet import cpu_s, rss_mib  # noqa: E402
+from bench.jobs import BOARD, WORKLOAD, seed_models, start_controller  # noqa: E402
 from jetfleet.client import OperatorClient  # noqa: E402
 
 READ_LIMIT_S = 0.100      # p99 of each read call
@@ -59,15 +59,8 @@ def measure(src: Path, label: str, streaming: int, jobs: int, seconds: float, pr
     procs: list[subprocess.Popen[str]] = []
     with tempfile.TemporaryDirectory() as d:
         seed_models(d, epochs)
-        ctl = subprocess.Popen([sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen",
-                                "127.0.0.1:0", "--store", d], stdout=subprocess.PIPE, text=True, env=env, cwd=src)
+        ctl, address = start_controller(d, env=env, cwd=src)
         try:
-            assert ctl.stdout is not None
-            line = ctl.stdout.readline()
-            m = LISTENING.search(line)
-            if not m:
-                raise RuntimeError(f"controller did not start: {line!r}")
-            address = f"127.0.0.1:{m.group(1)}"
             if jobs:
                 procs.append(subprocess.Popen([sys.executable, JOBS, "--run-agents", str(jobs), "--controller",
                                                address, "--speed", str(speed)], stdin=subprocess.PIPE, text=True))

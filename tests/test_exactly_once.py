@@ -60,12 +60,27 @@ def devices(port: int) -> dict[str, op.Device]:
         return {}
 
 
-def job(port: int, job_id: str) -> op.Job | None:
+def job(address: int | str, job_id: str) -> op.Job | None:
+    """The job from the controller at ``address`` (a local port, or addresses), or None while none answers (it is
+    starting again, or a takeover is under way)."""
     try:
-        with OperatorClient(f"127.0.0.1:{port}", timeout_s=5) as c:
+        with OperatorClient(f"127.0.0.1:{address}" if isinstance(address, int) else address, timeout_s=5) as c:
             return c.call("GetJob", op.GetJobRequest(job_id=job_id))
     except Exception:  # noqa: BLE001 - the controller is starting again
         return None
+
+
+def job_end(address: int | str, job_id: str, what: str = "the job to end") -> op.Job:
+    """Wait (up to 300 s) for the job to be done, failed or cancelled; the job as it ended."""
+    seen: list[op.Job] = []
+
+    def ended() -> bool:
+        j = job(address, job_id)
+        seen[:] = [j] if j is not None else []
+        return j is not None and j.state in ("done", "failed", "cancelled")
+
+    wait_until(ended, 300, what)
+    return seen[0]
 
 
 def trained(metrics_address: str, device_id: str) -> int:
@@ -108,14 +123,7 @@ def test_a_stalled_agent_and_a_killed_controller_leave_the_board_trained_exactly
     ctl.kill()
     ctl.wait(30)
     ctl = controller(store, port)
-    done = None
-
-    def ended() -> bool:
-        nonlocal done
-        done = job(port, jid)
-        return done is not None and done.state in ("done", "failed", "cancelled")
-
-    wait_until(ended, 300, "the job to end")
+    done = job_end(port, jid, "the job to end")
     assert done.state == "done" and done.minibatches_done == n, done.detail
     assert trained(metrics, "nano-a") == n, "the board trained minibatches the job counted once"   # the board's word
     assert done.board_minibatches == n and [r.ended for r in done.runs] == ["done"], done.runs   # one command
@@ -150,14 +158,7 @@ def test_a_command_the_job_moved_away_from_is_stopped_on_its_board_when_the_boar
     wait_until(lambda: devices(port)[first].online and devices(port)[first].busy_command == "", 60,
                "the old command to stop on the board that came back")
     stopped_at = trained(addresses[first], first)
-    done = None
-
-    def ended() -> bool:
-        nonlocal done
-        done = job(port, jid)
-        return done is not None and done.state in ("done", "failed", "cancelled")
-
-    wait_until(ended, 300, "the job to end")
+    done = job_end(port, jid, "the job to end")
     assert done.state == "done" and done.minibatches_done == n, done.detail
     assert trained(addresses[first], first) == stopped_at < n   # it never trained its old command to the end
     boards_total = trained(addresses[first], first) + trained(addresses[other], other)

@@ -15,7 +15,7 @@ from jetfleet.shared.proto import operator_pb2 as op
 
 from . import procs
 from .harness import wait_until
-from .test_exactly_once import NANO, trained
+from .test_exactly_once import NANO, job, job_end, trained
 
 JETFLEET = [sys.executable, "-m", "jetfleet.cli"]
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
@@ -40,14 +40,6 @@ def controller(url: str, prefix: str) -> tuple[procs.Child, str]:
         if m:
             return c, m.group(1)
     raise AssertionError("the controller ended before listening")
-
-
-def job(addresses: str, job_id: str) -> op.Job | None:
-    try:
-        with OperatorClient(addresses, timeout_s=5) as c:
-            return c.call("GetJob", op.GetJobRequest(job_id=job_id))
-    except Exception:  # noqa: BLE001 - a takeover under way
-        return None
 
 
 def device(addresses: str, device_id: str) -> op.Device:
@@ -84,14 +76,7 @@ def test_the_leader_killed_mid_job_the_standby_finishes_it_and_the_board_trains_
     wait_until(lambda: (lambda s: s.leader is not None and s.leader.pid == b.pid)(lab_status(redis_server.url, "lab")),
                30, "the standby to take the lead")
     took_s = time.monotonic() - killed
-    done = None
-
-    def ended() -> bool:
-        nonlocal done
-        done = job(b_address, jid)
-        return done is not None and done.state in ("done", "failed", "cancelled")
-
-    wait_until(ended, 300, "the job to end at the new leader")
+    done = job_end(b_address, jid, "the job to end at the new leader")
     print(f"takeover {took_s:.2f} s after the kill")
     assert done.state == "done" and done.minibatches_done == n, done.detail
     assert trained(metrics, "nano-a") == n, "the board trained minibatches the job counted once"   # the board's word
@@ -176,14 +161,7 @@ def test_a_leader_frozen_past_its_lease_stops_acting_when_continued_and_the_job_
     out, _ = a.communicate(timeout=60)   # it notices at its next renewal and exits
     assert a.returncode == 5, out[-3000:]
     assert "lost the lead" in out and "stopped acting" in out, out[-3000:]
-    done = None
-
-    def ended() -> bool:
-        nonlocal done
-        done = job(b_address, jid)
-        return done is not None and done.state in ("done", "failed", "cancelled")
-
-    wait_until(ended, 300, "the job to end at the new leader")
+    done = job_end(b_address, jid, "the job to end at the new leader")
     assert done.state == "done" and done.minibatches_done == n, done.detail
     assert trained(metrics, "nano-f") == n, "the board trained minibatches the job counted once"
     assert done.board_minibatches == n, done.runs

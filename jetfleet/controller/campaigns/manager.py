@@ -30,7 +30,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jetfleet.controller.campaigns.modes import MAX_MODES, resolve_modes  # noqa: F401 - MAX_MODES: its home was here
-from jetfleet.controller.campaigns.results import BadResult, check_profile_result, failed_result, profile_record
+from jetfleet.controller.campaigns.results import (
+    BadResult,
+    check_profile_result,
+    failed_result,
+    profile_command,
+    profile_record,
+)
 from jetfleet.controller.campaigns.run import Run
 from jetfleet.controller.commands import CommandRouter, command_record
 from jetfleet.controller.leases import BoardLeases, Holder
@@ -41,7 +47,6 @@ from jetfleet.controller.store import CampaignRecord, ModeState
 from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.catalog import Catalog, builtin_catalogs, catalog_from_dict
-from jetfleet.shared.convert import mode_to_pb
 from jetfleet.shared.errors import (
     Cancelled,
     DeadlineExceeded,
@@ -294,10 +299,8 @@ class CampaignManager:
         answer: agent_pb2.CommandResult | None = None   # a result that came back (and was then refused)
         try:
             live = self.registry.get(device)
-            cmd = agent_pb2.Command(command_id=self._command_id(run, mode, device), run_profile=agent_pb2.RunProfile(
-                workload=run.rec.workload, mode=mode_to_pb(live.catalog.parse_mode(mode)),
-                minibatches=run.rec.minibatches, minibatch_size=defaults.MINIBATCH_SIZE, workers=defaults.WORKERS,
-                sample_interval_s=defaults.SAMPLE_INTERVAL_S))
+            cmd = profile_command(run.rec.workload, live.catalog.parse_mode(mode), run.rec.minibatches,
+                                  self._command_id(run, mode, device))
             # Unlogged: the result, the mode's state and the command's log entry are stored in one write below.
             try:
                 result = await self.router.send(device, cmd, timeout_s=self.profile_timeout_s,

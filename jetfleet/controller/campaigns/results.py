@@ -12,13 +12,22 @@ import time
 
 from jetfleet.controller.columns_check import check_columns
 from jetfleet.controller.store import ProfileRecord
+from jetfleet.shared import defaults
 from jetfleet.shared.bounds import MAX_MINIBATCH_S
-from jetfleet.shared.catalog import Catalog
+from jetfleet.shared.catalog import Catalog, PowerMode
 from jetfleet.shared.columns import profile_power_w, profile_samples
-from jetfleet.shared.convert import check_samples, mode_from_pb
+from jetfleet.shared.convert import check_samples, mode_from_pb, mode_to_pb
 from jetfleet.shared.errors import InvalidArgument, JetfleetError
 from jetfleet.shared.proto import agent_pb2, common_pb2
 from jetfleet.shared.summary import summarise
+
+
+def profile_command(workload: str, mode: PowerMode, minibatches: int, command_id: str = "") -> agent_pb2.Command:
+    """The command that profiles ``workload`` in ``mode`` for ``minibatches`` with the project's loader and sampling
+    settings (a campaign's mode, a job confirming its choice, an optimize --apply verification)."""
+    return agent_pb2.Command(command_id=command_id, run_profile=agent_pb2.RunProfile(
+        workload=workload, mode=mode_to_pb(mode), minibatches=minibatches, minibatch_size=defaults.MINIBATCH_SIZE,
+        workers=defaults.WORKERS, sample_interval_s=defaults.SAMPLE_INTERVAL_S))
 
 
 class BadResult(InvalidArgument):

@@ -17,7 +17,7 @@ import logging
 import statistics
 from collections.abc import Awaitable, Callable
 
-from jetfleet.controller.campaigns.results import check_profile_result
+from jetfleet.controller.campaigns.results import check_profile_result, profile_command
 from jetfleet.controller.jobs.context import JobContext
 from jetfleet.controller.jobs.state import JobState
 from jetfleet.controller.powertrain.confirm import Confirmation
@@ -27,8 +27,6 @@ from jetfleet.controller.store.job_record import ChoiceRecord, Confirmed
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.columns import profile_power_w
-from jetfleet.shared.convert import mode_to_pb
-from jetfleet.shared.proto import agent_pb2
 from jetfleet.shared.summary import summarise
 
 log = logging.getLogger(__name__)
@@ -110,10 +108,7 @@ class Confirmer:
     async def _profile(self, device: str, mode: str) -> tuple[float, float, float]:
         """(mean W, median ms per minibatch, board seconds of the timed minibatches) of ``mode`` on ``device``."""
         ctx, rec = self.ctx, self.rec
-        cmd = agent_pb2.Command(run_profile=agent_pb2.RunProfile(
-            workload=rec.workload, mode=mode_to_pb(self.catalog.parse_mode(mode)), minibatches=defaults.MINIBATCHES,
-            minibatch_size=defaults.MINIBATCH_SIZE, workers=defaults.WORKERS,
-            sample_interval_s=defaults.SAMPLE_INTERVAL_S))
+        cmd = profile_command(rec.workload, self.catalog.parse_mode(mode), defaults.MINIBATCHES)
         result = await ctx.router.send(device, cmd, timeout_s=ctx.campaigns.profile_timeout_s)
         check_profile_result(result.profile, self.catalog, mode, rec.workload, defaults.MINIBATCHES)
         s = summarise(result.profile.minibatch_times_s, profile_power_w(result.profile))

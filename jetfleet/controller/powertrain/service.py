@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from jetfleet.controller.campaigns import CampaignManager
+from jetfleet.controller.campaigns.results import profile_command
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.powertrain.artifacts import ModelRepo, torch_nn
@@ -30,7 +31,6 @@ from jetfleet.controller.powertrain.optimize import Choice, Predictions, choose,
 from jetfleet.controller.powertrain.progress import EpochReporter, stream_training
 from jetfleet.controller.registry import Registry
 from jetfleet.controller.store import ProfileRecord
-from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.columns import profile_power_w
 from jetfleet.shared.convert import mode_from_pb, mode_to_pb
@@ -239,9 +239,8 @@ class ModelService:
         set_result = await self.router.send(device, set_mode)
         confirmed = mode_from_pb(set_result.confirmed_mode)
         n = req.verify_minibatches or 20
-        prof = await self.router.send(device, agent_pb2.Command(run_profile=agent_pb2.RunProfile(
-            workload=req.workload, mode=mode_to_pb(confirmed), minibatches=n, minibatch_size=defaults.MINIBATCH_SIZE,
-            workers=defaults.WORKERS, sample_interval_s=defaults.SAMPLE_INTERVAL_S)), timeout_s=self.campaigns.profile_timeout_s)
+        prof = await self.router.send(device, profile_command(req.workload, confirmed, n),
+                                      timeout_s=self.campaigns.profile_timeout_s)
         times = sorted(prof.profile.minibatch_times_s)
         observed_t = float(np.median(times)) * 1e3
         power_w = profile_power_w(prof.profile)
