@@ -157,8 +157,8 @@ def test_a_template_or_arg_the_configuration_does_not_name_is_refused_and_nothin
 
 def test_cancel_stops_the_process_group_and_a_child_ignoring_sigterm_is_killed(board):
     result = board.launch("job-c-r1", "job-c", 10**5, {"end": "stubborn"})
-    wait_until(lambda: "job-c" in board.launcher.launches and any(
-        line.startswith("pids ") for line in board.launcher.launches["job-c"].lines()), 30, "the process's pids")
+    wait_until(lambda: "job-c" in board.launcher.launches and "child up" in board.launcher.launches["job-c"].lines(),
+               30, "the child to ignore SIGTERM")
     launched = board.launcher.launches["job-c"]
     pids = [int(p) for p in next(x for x in launched.lines() if x.startswith("pids ")).split()[1:]]
     wait_until(lambda: board.executor.trained.get("job-c-r1", 0) > 50, 30, "the launched process's steps")
