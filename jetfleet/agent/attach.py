@@ -67,9 +67,9 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
     session = find()
     while session is None:
         if launched is not None and launched.returncode is not None:
-            raise FailedPrecondition(f"{launched.ended_text()} before its session joined (it must open "
-                                     f"Session($JETFLEET_WORKLOAD) on $JETFLEET_SESSION_SOCKET)",
-                                     field="run_training.launch")
+            when = (f"after {launched.trained} of the job's {launched.minibatches} steps" if launched.trained else
+                    "before its session joined (it must open Session($JETFLEET_WORKLOAD) on $JETFLEET_SESSION_SOCKET)")
+            raise FailedPrecondition(f"{launched.ended_text()} {when}", field="run_training.launch")
         if cancel.is_set():
             raise Cancelled("cancelled before a training session joined", field="command_id")
         if loop.time() >= deadline:
