@@ -75,7 +75,11 @@ class Board:
         self.thread.start()
         self.server = SessionServer(self.board, SessionConfig(path=sock), busy=lambda: self.executor.busy_with_own_work)
         self.launcher = Launcher(parse_templates(templates_doc(script), euid=os.geteuid()), sock)
-        self.executor = CommandExecutor(self.board, sessions=self.server, launcher=self.launcher)
+
+        async def make() -> CommandExecutor:   # in its loop: on Python 3.8 its locks bind to the loop they start in
+            return CommandExecutor(self.board, sessions=self.server, launcher=self.launcher)
+
+        self.executor = self.run(make()).result(30)
         self.run(self.server.start()).result(30)
 
     def run(self, coro):
@@ -148,10 +152,14 @@ def test_a_template_or_arg_the_configuration_does_not_name_is_refused_and_nothin
         r = board.launch(f"bad-{i}", f"job-bad-{i}", 10, args, template=template).result(30)
         assert not r.ok and r.error.field.endswith(field) and words in r.error.message, r.error.message
     assert board.launcher.launches == {}                  # nothing started
-    no_templates = CommandExecutor(EmulatedBoard("agx-xavier", 6))
-    r = asyncio.run(no_templates.execute(agent_pb2.Command(command_id="x", run_training=agent_pb2.RunTraining(
-        workload="resnet18", minibatches=1, attach=True, launch=agent_pb2.LaunchTemplate(
-            template="resnet18", launch_id="j", minibatches=1)))))
+
+    async def without_templates():
+        return await CommandExecutor(EmulatedBoard("agx-xavier", 6)).execute(agent_pb2.Command(
+            command_id="x", run_training=agent_pb2.RunTraining(workload="resnet18", minibatches=1, attach=True,
+                                                               launch=agent_pb2.LaunchTemplate(
+                                                                   template="resnet18", launch_id="j", minibatches=1))))
+
+    r = asyncio.run(without_templates())
     assert not r.ok and "--templates FILE" in r.error.message
 
 
@@ -214,3 +222,21 @@ def test_the_agent_refuses_to_start_with_a_bad_templates_file(tmp_path):
     assert out.exit_code != 0
     assert "template 'digits'" in out.output and "never a shell string" in out.output, out.output
     assert not (tmp_path / "s.sock").exists()              # it never started
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a template's user needs the agent to run as root")
+def test_a_templates_user_runs_its_command(tmp_path):
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    config = parse_templates({"templates": {"whoami": {"command": ["id", "-u"], "user": "nobody",
+                                                       "cwd": str(tmp_path)}}}, euid=0)
+
+    async def launch():
+        launcher = Launcher(config, str(tmp_path / "s.sock"))
+        launched = launcher.ensure(agent_pb2.LaunchTemplate(template="whoami", launch_id="j", minibatches=1))
+        await launcher.wait_exit(launched, 30)
+        return launched
+
+    launched = asyncio.run(launch())
+    assert launched.returncode == 0 and launched.last_line() == str(nobody.pw_uid)

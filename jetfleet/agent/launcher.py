@@ -8,6 +8,11 @@ id (``JETFLEET_JOB_ID``). It runs in its own session and process group, as the t
 with stdin closed; stdout and stderr go to one pipe whose last ``tail_lines`` lines are kept (each cut at
 ``MAX_LINE_CHARS``: bounded memory whatever it prints).
 
+It is spawned (``os.posix_spawn``), never forked: on the boards' Python 3.8 ``subprocess`` forks, and a fork with
+gRPC loaded runs gRPC's fork handlers, which can hang or abort the agent (grpc/grpc#37259). posix_spawn has no
+chdir and no user switch, so coreutils' ``env -C DIR`` changes directory and util-linux's ``setpriv`` drops to the
+template's user (its groups too) before the command is executed.
+
 Stopping it (a cancelled or failed job, the agent stopping) sends SIGTERM to its process group and, when anything
 of the group is still there after the configuration's ``kill_grace_s``, SIGKILL to the group."""
 
@@ -16,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import pwd
+import shutil
 import signal
-import subprocess
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import IO, Callable
+from typing import IO
 
 from jetfleet.agent.templates import JobTemplate, TemplatesConfig
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
@@ -42,7 +48,7 @@ class Launched:
     launch_id: str
     template: JobTemplate
     minibatches: int                        # the job's length: after it, the process is expected to exit
-    proc: subprocess.Popen  # type: ignore[type-arg]
+    proc: Spawned
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     trained: int = 0                        # steps the job's commands adopted from it (the board's count)
     stopped: str = ""                       # why the agent stopped it ('' unless it did)
@@ -117,15 +123,8 @@ class Launcher:
         env.update(template.env)
         env.update({SOCKET_ENV: self.socket_path, "JETFLEET_WORKLOAD": template.name,
                     "JETFLEET_JOB_MINIBATCHES": str(r.minibatches), "JETFLEET_JOB_ID": r.launch_id})
-        try:
-            proc = subprocess.Popen(argv, cwd=template.cwd or None, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=_as_user(template.user) if template.user else None)
-        except OSError as e:
-            raise FailedPrecondition(f"template {template.name!r} could not start {argv[0]!r}: {e.strerror or e}",
-                                     field="run_training.launch.template") from None
+        proc = Spawned(template, argv, env)
         launched = Launched(r.launch_id, template, int(r.minibatches), proc, deque(maxlen=self.tail_lines))
-        assert proc.stdout is not None
         launched._reader = threading.Thread(target=_read_tail, args=(proc.stdout, launched.tail), daemon=True,
                                             name=f"tail-{proc.pid}")
         launched._reader.start()
@@ -197,6 +196,50 @@ class Launcher:
         return {"workload": template.name, "minibatches": str(r.minibatches), "job_id": r.launch_id}
 
 
+class Spawned:
+    """A template's process, spawned in a session of its own (module docstring), reaped by a thread of its own."""
+
+    def __init__(self, template: JobTemplate, argv: list[str], env: dict[str, str]) -> None:
+        exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH", os.defpath))
+        if exe is None:
+            raise FailedPrecondition(f"template {template.name!r}: {argv[0]!r} is not on this board's PATH",
+                                     field="run_training.launch.template")
+        cmd = [exe, *argv[1:]]
+        if template.user:   # checked at load: the agent runs as root and the user exists
+            pw = pwd.getpwnam(template.user)
+            cmd = [_tool("setpriv"), f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups", "--", *cmd]
+        if template.cwd:
+            cmd = [_tool("env"), "-C", template.cwd, *cmd]
+        r, w = os.pipe()   # non-inheritable; dup2 gives the child its end
+        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, w, 1),
+                   (os.POSIX_SPAWN_DUP2, w, 2)]
+        try:
+            # setsid: a session and process group of its own; SIGPIPE back to its default (Python ignores it here)
+            self.pid = os.posix_spawn(cmd[0], cmd, env, file_actions=actions, setsid=True,
+                                      setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT))
+        except OSError as e:
+            os.close(r)
+            raise FailedPrecondition(f"template {template.name!r} could not start {argv[0]!r}: {e.strerror or e}",
+                                     field="run_training.launch.template") from None
+        finally:
+            os.close(w)
+        self.stdout: IO[bytes] = open(r, "rb")
+        self._rc: int | None = None
+        threading.Thread(target=self._reap, name=f"reap-{self.pid}", daemon=True).start()
+
+    def _reap(self) -> None:
+        _, status = os.waitpid(self.pid, 0)
+        self._rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+
+    def poll(self) -> int | None:
+        """Its exit status once it has exited (negative: the signal that killed it), else None."""
+        return self._rc
+
+
+def _tool(name: str) -> str:
+    return shutil.which(name) or f"/usr/bin/{name}"
+
+
 def _read_tail(pipe: IO[bytes], tail: deque[str]) -> None:
     """Keep the last lines of the pipe (each line cut at MAX_LINE_CHARS; a longer one is read in pieces)."""
     try:
@@ -233,20 +276,6 @@ def _signame(n: int) -> str:
         return signal.Signals(n).name
     except ValueError:
         return f"signal {n}"
-
-
-def _as_user(user: str) -> Callable[[], None]:
-    """Drop to ``user`` (its groups too) in the child before it runs the command (the agent runs as root)."""
-    import pwd
-
-    pw = pwd.getpwnam(user)
-
-    def drop() -> None:
-        os.initgroups(pw.pw_name, pw.pw_gid)
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-
-    return drop
 
 
 __all__ = ["Launched", "Launcher"]

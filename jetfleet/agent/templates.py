@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Mapping
@@ -164,6 +165,9 @@ def _template(name: str, t: object, euid: int) -> JobTemplate:
             pwd.getpwnam(user)
         except KeyError:
             raise InvalidArgument(f"template {name!r}: no user {user!r} on this board", field=f"{where}.user") from None
+        if shutil.which("setpriv") is None:
+            raise InvalidArgument(f"template {name!r}: user needs util-linux's setpriv on this board (not on PATH)",
+                                  field=f"{where}.user")
     wait = _seconds(t.get("exit_wait_s", DEFAULT_EXIT_WAIT_S), f"{where}.exit_wait_s", 0.0, 3600.0)
     env_items: tuple[tuple[str, str], ...] = tuple(sorted(env.items()))
     return JobTemplate(name, tuple(command), cwd, env_items, user, tuple(args), wait)
