@@ -82,8 +82,9 @@ class Launched:
         return list(self.tail)
 
     def drain(self, timeout_s: float) -> None:
-        """Once it has exited, wait up to ``timeout_s`` for its last output to be read."""
-        if self.returncode is not None and self._reader is not None:
+        """Once it and its group are gone, wait up to ``timeout_s`` for its last output to be read (the pipe is at
+        its end then: a short wait; while a child of it lives on, holding the pipe, nothing is waited for)."""
+        if self.returncode is not None and self._reader is not None and not _group_alive(self.pid):
             self._reader.join(timeout_s)
 
     def ended_text(self) -> str:
@@ -261,14 +262,29 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group is left (one not reaped yet counts)."""
+    """Whether any live process of the group is left. A zombie does not count: an orphan of the group is reaped
+    by the board's init, which in a container without one may never happen."""
     try:
         os.killpg(pgid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:   # a member runs as another user (the template's): it is there
+        pass
+    try:
+        names = os.listdir("/proc")
+    except OSError:           # no /proc: whatever answers counts
         return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()   # after the command name, which may hold spaces
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
 
 
 def _signame(n: int) -> str:
