@@ -86,10 +86,11 @@ class Board:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def launch(self, cid: str, job: str, minibatches: int, args: dict, template: str = "resnet18",
-               timeout_s: float = 60.0, command_steps: int = 0):
+               timeout_s: float = 60.0, command_steps: int = 0, done: int = 0):
         return self.run(self.executor.execute(agent_pb2.Command(command_id=cid, run_training=agent_pb2.RunTraining(
             workload=template, minibatches=command_steps or minibatches, attach=True, attach_timeout_s=timeout_s,
-            launch=agent_pb2.LaunchTemplate(template=template, args=args, launch_id=job, minibatches=minibatches)))))
+            launch=agent_pb2.LaunchTemplate(template=template, args=args, launch_id=job, minibatches=minibatches,
+                                          done=done)))))
 
     def cancel(self, target: str):
         return self.run(self.executor.execute(agent_pb2.Command(command_id=f"cancel-{target}",
@@ -132,6 +133,14 @@ def test_a_launched_template_trains_the_jobs_length_on_the_board_is_asked_to_sto
     trained = [line for line in r.training.output_tail if line.startswith("trained ")]   # stdout and stderr, one tail
     assert trained and int(trained[0].split()[1]) > 150 and trained[0].endswith("of 150")   # its own steps between
     assert r.training.output_tail[-1] == trained[0]          # to its last line
+
+
+def test_a_launch_after_an_agent_restart_trains_what_is_left_of_the_job(board):
+    r = board.launch("job-e-r3", "job-e", 150, {"end": "untilstop"}, command_steps=50, done=100).result(60)
+    assert r.ok, r.error.message
+    launched = board.launcher.launches["job-e"]
+    assert launched.returncode == 0 and launched.trained == 50 == board.executor.trained["job-e-r3"]
+    assert r.training.output_tail[-1].endswith(" of 50")                  # $JETFLEET_JOB_MINIBATCHES: what is left
 
 
 def test_a_command_that_exits_3_fails_naming_its_status_and_its_last_line(board):
@@ -236,6 +245,7 @@ def test_a_templates_user_runs_its_command(tmp_path):
         launcher = Launcher(config, str(tmp_path / "s.sock"))
         launched = launcher.ensure(agent_pb2.LaunchTemplate(template="whoami", launch_id="j", minibatches=1))
         await launcher.wait_exit(launched, 30)
+        launched.drain(30)   # its output read to its end
         return launched
 
     launched = asyncio.run(launch())

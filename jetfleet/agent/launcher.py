@@ -47,7 +47,7 @@ class Launched:
 
     launch_id: str
     template: JobTemplate
-    minibatches: int                        # the job's length: after it, the process is expected to exit
+    minibatches: int                        # the job's steps left to it: after them, it is expected to exit
     proc: Spawned
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     trained: int = 0                        # steps the job's commands adopted from it (the board's count)
@@ -123,9 +123,9 @@ class Launcher:
         env = dict(os.environ)
         env.update(template.env)
         env.update({SOCKET_ENV: self.socket_path, "JETFLEET_WORKLOAD": template.name,
-                    "JETFLEET_JOB_MINIBATCHES": str(r.minibatches), "JETFLEET_JOB_ID": r.launch_id})
+                    "JETFLEET_JOB_MINIBATCHES": str(r.minibatches - r.done), "JETFLEET_JOB_ID": r.launch_id})
         proc = Spawned(template, argv, env)
-        launched = Launched(r.launch_id, template, int(r.minibatches), proc, deque(maxlen=self.tail_lines))
+        launched = Launched(r.launch_id, template, int(r.minibatches - r.done), proc, deque(maxlen=self.tail_lines))
         launched._reader = threading.Thread(target=_read_tail, args=(proc.stdout, launched.tail), daemon=True,
                                             name=f"tail-{proc.pid}")
         launched._reader.start()
@@ -194,7 +194,10 @@ class Launcher:
         if not 1 <= r.minibatches <= 10**9:
             raise InvalidArgument(f"launch.minibatches={r.minibatches}: allowed 1..{10**9}",
                                   field="run_training.launch.minibatches")
-        return {"workload": template.name, "minibatches": str(r.minibatches), "job_id": r.launch_id}
+        if r.done >= r.minibatches:
+            raise InvalidArgument(f"launch.done={r.done}: below its minibatches ({r.minibatches})",
+                                  field="run_training.launch.done")
+        return {"workload": template.name, "minibatches": str(r.minibatches - r.done), "job_id": r.launch_id}
 
 
 class Spawned:

@@ -15,8 +15,9 @@ They come from the agent's configuration, a TOML file (``jetfleet agent run --te
 The command is an argv list, never a shell string. ``{name}`` placeholders are substituted in argv elements only
 (never in cwd, env or the program itself), each by a whole value: an ``--arg`` the template accepts, or one the
 agent fills in: ``{workload}`` (the session name the process must use: the template's name), ``{minibatches}``
-(the job's length), ``{job_id}``. An ``--arg`` value is 1..128 characters of letters, digits and ``._-+,:=/@``,
-not starting with ``-`` unless it is a number (no option injection). A template that breaks any of this is refused
+(the job's length; what is left of it when an earlier agent's process trained part), ``{job_id}``. An
+``--arg`` value is 1..128 characters of letters, digits and ``._-+,:=/@``, not starting with ``-`` unless it is a
+number (no option injection). A template that breaks any of this is refused
 when the configuration loads, naming the template and the field, and the agent does not start."""
 
 from __future__ import annotations

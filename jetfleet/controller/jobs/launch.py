@@ -44,7 +44,7 @@ def launch_pb(rec: JobRecord) -> agent_pb2.LaunchTemplate:
     """What each of the job's commands tells the agent to launch (once) and adopt: the job's id names the launch."""
     o = rec.options
     return agent_pb2.LaunchTemplate(template=o.template, args=o.template_args, launch_id=rec.job_id,
-                                    minibatches=rec.minibatches)
+                                    minibatches=rec.minibatches, done=rec.minibatches_done)
 
 
 def keep_tail(rec: JobRecord, lines: list[str]) -> None:

@@ -247,7 +247,7 @@ class RunTraining(_message.Message):
     def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., progress_interval_s: _Optional[float] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., inference_batch_size: _Optional[int] = ..., latency_budget_s: _Optional[float] = ..., latency_window_s: _Optional[float] = ..., seed: _Optional[int] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ..., launch: _Optional[_Union[LaunchTemplate, _Mapping]] = ...) -> None: ...
 
 class LaunchTemplate(_message.Message):
-    __slots__ = ("template", "args", "launch_id", "minibatches")
+    __slots__ = ("template", "args", "launch_id", "minibatches", "done")
     class ArgsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -259,11 +259,13 @@ class LaunchTemplate(_message.Message):
     ARGS_FIELD_NUMBER: _ClassVar[int]
     LAUNCH_ID_FIELD_NUMBER: _ClassVar[int]
     MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
     template: str
     args: _containers.ScalarMap[str, str]
     launch_id: str
     minibatches: int
-    def __init__(self, template: _Optional[str] = ..., args: _Optional[_Mapping[str, str]] = ..., launch_id: _Optional[str] = ..., minibatches: _Optional[int] = ...) -> None: ...
+    done: int
+    def __init__(self, template: _Optional[str] = ..., args: _Optional[_Mapping[str, str]] = ..., launch_id: _Optional[str] = ..., minibatches: _Optional[int] = ..., done: _Optional[int] = ...) -> None: ...
 
 class RunProfile(_message.Message):
     __slots__ = ("workload", "mode", "minibatches", "minibatch_size", "workers", "warmup_s", "sample_interval_s")
