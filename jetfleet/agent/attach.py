@@ -60,6 +60,7 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
     timeout_s = r.attach_timeout_s or DEFAULT_ATTACH_TIMEOUT_S
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
+
     def find() -> BoardSession | None:
         s = server.find(r.workload)   # type: ignore[union-attr]
         return s if s is None or launched is None or _in_group(s.pid, launched.pid) else None

@@ -176,7 +176,7 @@ class CommandExecutor:
                 if ev is not None:
                     ev.set()
                 # a launch's id (its job's) stops the process it launched: the job ended without it
-                stopped = self.launcher is not None and await self.launcher.stop(target, "its job was cancelled")
+                stopped = self.launcher is not None and await self.launcher.stop(target, "its job ended without it")
                 out.cancelled = ev is not None or stopped
                 return out
             if kind == "set_mode":
