@@ -14,8 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from jetfleet.agent.templates import parse_templates
+from jetfleet.cli.main import cli
 from jetfleet.client import OperatorClient
 from jetfleet.shared.errors import InvalidArgument
 
@@ -73,6 +75,8 @@ def test_a_template_job_is_launched_profiled_online_trained_and_done_when_its_pr
     assert "the agent asked to stop: the job has trained its length" in final.output_tail, final.output_tail
     assert "online profiling: 500 of its own steps" in final.detail, final.detail
     assert lab.lab.controller.leases.holder(agent.device_id) is None
+    text = CliRunner().invoke(cli, ["job", "show", job.job_id, "--controller", lab.address]).output
+    assert "output of the launched 'digits-mlp' (last " in text and "| the agent asked to stop" in text, text
 
 
 def test_a_template_or_args_the_boards_agent_does_not_take_are_refused_before_anything_is_stored(lab):
