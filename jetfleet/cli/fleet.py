@@ -227,6 +227,8 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed_te
     workloads = load_workloads()   # the built-ins plus the workload plugins installed on this board
     for name, why in sorted(workloads.registry.broken.items()):
         click.echo(f"warning: workload plugin {name} is broken and not offered: {why}", err=True)
+    if templates_file and not session_socket:
+        raise click.UsageError("--templates needs --session-socket (what it launches joins through it)")
     config = AgentConfig(controller=controller_address(controller), device_id=device_id,
                          metrics_port=metrics_port, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
                          insecure=insecure, session_socket=session_socket,
@@ -303,10 +305,14 @@ def speed_words(speed: float) -> str:
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None)
 @click.option("--session-dir", default="", metavar="DIR",
               help="each board takes training sessions (jetfleet.session) on DIR/DEVICE.sock [default: DATA_DIR/sessions]")
+@click.option("--templates", "templates_file", default="", metavar="FILE",
+              help="every board's agent may launch these job templates (`job submit --template`; as `agent run`)")
 @handle_errors
 def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_port: int | None,
-           session_dir: str) -> None:
+           session_dir: str, templates_file: str) -> None:
     """Run a lab of emulated boards until interrupted (their clocks at 100x real time unless --speed says)."""
+    from jetfleet.agent.config import AgentConfig
+    from jetfleet.agent.templates import load_templates
     from jetfleet.controller.config import ControllerConfig
     from jetfleet.lab import Lab
     from jetfleet.shared.catalog import get_catalog
@@ -316,6 +322,7 @@ def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_por
     for m in models:
         get_catalog(m)
     config = ControllerConfig(listen=listen, store=str(Path(data_dir).expanduser()), metrics_port=metrics_port)
+    agent_config = AgentConfig(templates=load_templates(templates_file)) if templates_file else None
     raise_fd_limit()
 
     async def main(stop: asyncio.Event) -> None:
@@ -323,7 +330,7 @@ def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_por
 
         sessions = session_dir or str(Path(data_dir).expanduser() / "sessions")
         lab = Lab(config, models, speed=speed, agent_metrics=metrics_port is not None,
-                  workloads=load_workloads().registry, session_dir=sessions)
+                  workloads=load_workloads().registry, session_dir=sessions, agent_config=agent_config)
         await lab.start()
         await lab.wait_online()
         click.echo(f"lab up on {lab.address} with {len(models)} emulated boards: "
