@@ -42,6 +42,7 @@ SMOKE = {
     "own_training": (["--modes", "10", "--minibatches", "600", "--reference-epochs", "1"],
                      ["online profiling: 500 of its own steps", "budget 12 W, k=10"]),
     "session": (["--calls", "500", "--repeat", "1"], ["step() with an agent", "limit 50 us, ratio", "% of it"]),
+    "launch": (["--runs", "1", "--flood-lines", "2000"], ["launch -> first step", "process group gone", "lines kept"]),
     "scheduler": (["--jobs", "3,30", "--boards", "12", "--queue", "30", "--racks", "2", "--highs-max", "0"],
                   ["3 jobs", "exhaustive optimum", "30 jobs, 2 racks", "scheduling pass", "ratio"]),
 }

@@ -10,6 +10,7 @@ operator's own code."""
 from __future__ import annotations
 
 import argparse
+import os
 
 import torch
 from sklearn.datasets import load_digits
@@ -38,7 +39,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--socket", default=None, help="the agent's --session-socket (default: $JETFLEET_SESSION_SOCKET "
                                                    "or /run/jetfleet/session.sock)")
-    ap.add_argument("--name", default="digits-mlp", help="the workload's name (what `job submit --attach` names)")
+    ap.add_argument("--name", default=os.environ.get("JETFLEET_WORKLOAD", "digits-mlp"),
+                    help="the workload's name (what `job submit --attach` names; a template's launch sets "
+                         "$JETFLEET_WORKLOAD)")
     ap.add_argument("--unmanaged-ok", action="store_true", help="train on without an agent (a warning says so)")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -56,11 +59,16 @@ def main() -> None:
                 loss_fn(model(xb), yb).backward()
                 opt.step()
                 s.step()
+                if s.stop_requested:   # launched from a template: its job has trained its length
+                    break
             w = s.end("epoch")
             with torch.no_grad():
                 accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()
             energy = f"{w.energy_j:.4g} J, mean {w.mean_w:.2f} W" if w.energy_j is not None else "energy unmeasured"
             print(f"epoch {epoch + 1}: test accuracy {accuracy:.3f}; board {w.seconds:.4g} s, {energy}", flush=True)
+            if s.stop_requested:
+                print("the agent asked to stop: the job has trained its length", flush=True)
+                break
     print(f"{s.steps} steps; final test accuracy {accuracy:.3f}")
 
 

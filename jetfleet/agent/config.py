@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jetfleet.agent.templates import TemplatesConfig
 from jetfleet.shared import defaults
 
 
@@ -27,3 +28,4 @@ class AgentConfig:
     insecure: bool = False              # allow plaintext to a non-loopback controller
     session_socket: str = ""            # training sessions (jetfleet.session) on this Unix socket; "" for none
     session_socket_mode: int = 0o660    # 0o600: the agent's user only; 0o660: and its group (the board's users)
+    templates: TemplatesConfig | None = None   # the job templates it may launch (``templates.py``); needs the socket

@@ -23,6 +23,7 @@ from jetfleet.agent import roofline
 from jetfleet.agent.attach import check_attach, run_attached
 from jetfleet.agent.device.base import Device
 from jetfleet.agent.energy import EnergyMeter
+from jetfleet.agent.launcher import Launcher
 from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.profiler import ProfileRequest, profile, profile_result_pb
 from jetfleet.agent.serving import (
@@ -54,7 +55,8 @@ class CommandExecutor:
     """Checks and runs the controller's commands on one device, one at a time, and remembers recent results by id."""
 
     def __init__(self, device: Device, *, remembered: int = 512, metrics: AgentMetrics | None = None,
-                 workloads: WorkloadRegistry | None = None, sessions: SessionServer | None = None) -> None:
+                 workloads: WorkloadRegistry | None = None, sessions: SessionServer | None = None,
+                 launcher: Launcher | None = None) -> None:
         self.device = device
         self.metrics = metrics
         self.catalog = device.describe().catalog
@@ -65,6 +67,7 @@ class CommandExecutor:
         # The operator's own training sessions (``sessions.py``): one that holds the board keeps other work off it,
         # and a training command may adopt it (``attach.py``).
         self.sessions = sessions
+        self.launcher = launcher   # the job templates it may launch (``launcher.py``); None: it launches nothing
         self._results: OrderedDict[str, agent_pb2.CommandResult] = OrderedDict()
         self._running: dict[str, asyncio.Task[agent_pb2.CommandResult]] = {}
         self._cancel: dict[str, threading.Event] = {}
@@ -114,6 +117,8 @@ class CommandExecutor:
             r = cmd.run_training
             if r.attach:
                 check_attach(r)
+                if r.HasField("launch"):
+                    self._launcher().check(r.launch)
                 return
             self.workloads.get(r.workload)
             check_run_args(r.minibatches, r.minibatch_size or defaults.MINIBATCH_SIZE, r.workers)
@@ -166,10 +171,13 @@ class CommandExecutor:
         try:
             self.check(cmd)
             if kind == "cancel":
-                ev = self._cancel.get(cmd.cancel.target_command_id)
+                target = cmd.cancel.target_command_id
+                ev = self._cancel.get(target)
                 if ev is not None:
                     ev.set()
-                out.cancelled = ev is not None
+                # a launch's id (its job's) stops the process it launched: the job ended without it
+                stopped = self.launcher is not None and await self.launcher.stop(target, "its job ended without it")
+                out.cancelled = ev is not None or stopped
                 return out
             if kind == "set_mode":
                 out.confirmed_mode.CopyFrom(mode_to_pb(await self._set_mode(cmd.set_mode)))
@@ -281,9 +289,20 @@ class CommandExecutor:
             return None
         return lambda i, t: metrics.observe_minibatch(workload, t)
 
+    def _launcher(self) -> Launcher:
+        if self.launcher is None:
+            raise FailedPrecondition("this agent launches no templates: start it with --templates FILE (and "
+                                     "--session-socket)", field="run_training.launch")
+        return self.launcher
+
     async def _attached(self, cmd: agent_pb2.Command) -> agent_pb2.TrainingResult:
-        """The operator's own training adopted as this command (``attach.py``); the job's steps go through."""
+        """The operator's own training adopted as this command (``attach.py``); the job's steps go through. A
+        launched one (``launcher.py``) is started by its job's first command, stopped when a command of its job
+        fails or is cancelled, and once it trained the job's length it must exit 0 within its template's
+        ``exit_wait_s``."""
         cid = cmd.command_id
+        r = cmd.run_training
+        launched = self._launcher().ensure(r.launch) if r.HasField("launch") else None
         ev = self._cancel[cid] = threading.Event()
         self._training.add(cid)
         self._attaching.add(cid)
@@ -291,9 +310,20 @@ class CommandExecutor:
 
         def count(n: int) -> None:
             self.trained[cid] = self.trained.get(cid, 0) + n
+            if launched is not None:
+                launched.trained += n
 
         try:
-            return await run_attached(self.device, self.sessions, cid, cmd.run_training, ev, self.on_progress, count)
+            result = await run_attached(self.device, self.sessions, cid, r, ev, self.on_progress, count, launched)
+            if launched is not None and launched.trained >= launched.minibatches:
+                await self._launcher().finish(launched)
+                del result.output_tail[:]
+                result.output_tail.extend(launched.lines())   # to its last line
+            return result
+        except JetfleetError as e:
+            if launched is not None:
+                await self._launcher().stop(launched.launch_id, f"its job's command failed: {e.message}"[:200])
+            raise
         finally:
             async with self._step_lock:
                 self._training.discard(cid)

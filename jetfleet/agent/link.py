@@ -15,6 +15,7 @@ import grpc
 from jetfleet.agent.config import AgentConfig
 from jetfleet.agent.device.base import Device, TelemetrySample
 from jetfleet.agent.executor import CommandExecutor
+from jetfleet.agent.launcher import Launcher
 from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.sessions import SessionConfig, SessionServer
 from jetfleet.shared import defaults
@@ -98,8 +99,14 @@ class AgentLink:
         if config.session_socket:
             self.training_sessions = SessionServer(
                 device, SessionConfig(path=config.session_socket, mode=config.session_socket_mode), busy=self._busy)
+        launcher = None
+        if config.templates is not None:   # what it launches joins as a training session: the socket is needed
+            if not config.session_socket:
+                raise InvalidArgument("job templates need training sessions: give --session-socket too",
+                                      field="templates")
+            launcher = Launcher(config.templates, config.session_socket)
         self.executor = CommandExecutor(device, remembered=config.remembered_results, metrics=metrics,
-                                        workloads=self.workloads, sessions=self.training_sessions)
+                                        workloads=self.workloads, sessions=self.training_sessions, launcher=launcher)
         self._outq: asyncio.Queue[agent_pb2.AgentMessage | None] | None = None   # the current session's
         self._loop: asyncio.AbstractEventLoop | None = None
         self.buffer: deque[TelemetrySample] = deque(maxlen=config.max_buffer_samples)
@@ -217,6 +224,8 @@ class AgentLink:
         finally:
             sampler.cancel()
             self.executor.close()
+            if self.executor.launcher is not None:   # what it launched dies with it
+                await self.executor.launcher.stop_all("the agent stopped")
             if self.training_sessions is not None:
                 await self.training_sessions.stop()
 
@@ -256,7 +265,8 @@ class AgentLink:
         board = common_pb2.BoardInfo(device_id=self.device_id, model=self.info.model, serial=self.info.serial,
                                      software=dict(self.info.software), catalog=catalog_to_pb(self.info.catalog),
                                      emulated=self.info.emulated, workloads=self.workloads.names(),
-                                     broken_workloads=self.workloads.broken, speed=self.info.speed)
+                                     broken_workloads=self.workloads.broken, speed=self.info.speed,
+                                     templates=self.executor.launcher.templates() if self.executor.launcher else [])
         return agent_pb2.AgentMessage(hello=agent_pb2.Hello(board=board, current_mode=mode_to_pb(mode),  # type: ignore[arg-type]
                                                             agent_version=self.info.software.get("jetfleet", ""),
                                                             protocol=defaults.PROTOCOL_VERSION, metrics_port=self.metrics_port,

@@ -85,6 +85,7 @@ class BoardSession:
     windows: dict[str, tuple[float, EnergyMeter]] = field(default_factory=dict)
     _time_next: int = 0              # steps to ask to have timed at the next reply
     attach_until: int = 0            # the step count at which the command adopting it ends (0: none adopts it)
+    stop_asked: bool = False         # its replies ask the process to stop (the job it was launched for is done)
 
     def seconds_per_step(self) -> float:
         """Median seconds per step over the kept timings (a group counts as its mean step); NaN with none."""
@@ -226,7 +227,7 @@ class SessionServer:
             await self._steps(s, msg)
             left = s.attach_until - s.steps
             batch = min(left, self.config.batch_steps) if left > 0 else self.config.batch_steps
-            return {"ok": True, "time_steps": self._take_timing(s), "batch_steps": batch}, s
+            return {"ok": True, "time_steps": self._take_timing(s), "batch_steps": batch, "stop": s.stop_asked}, s
         if op == "begin":
             name = wire.check_name(msg.get("name"), "name")
             if name in s.windows:

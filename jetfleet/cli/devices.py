@@ -91,6 +91,8 @@ def device_text(x: dict[str, Any]) -> str:
     lines.append("software: " + ", ".join(f"{k}={v}" for k, v in sorted(x["software"].items())))
     lines.append("workloads: " + ", ".join(x["workloads"]))
     lines += [f"broken plugin {k}: {v}" for k, v in sorted(x["broken_workloads"].items())]
+    lines += [f"template {k} (job submit --template {k}" + "".join(f" --arg {a}=..." for a in args) + ")"
+              for k, args in sorted(x.get("templates", {}).items())]
     if "catalog" in x:
         lines.append(f"catalog: {x['catalog']['modes']} modes, presets {', '.join(x['catalog']['presets'])}")
     lines += [f"  {k:<18} {v:7.2f} W" for k, v in x.get("rails_w", {}).items()]

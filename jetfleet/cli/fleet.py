@@ -199,11 +199,14 @@ def agent_group() -> None:
                    "e.g. /run/jetfleet/session.sock)")
 @click.option("--session-socket-mode", type=click.Choice(["0600", "0660"]), default="0660", show_default=True,
               help="who may join: the agent's user (0600) or also its group (0660)")
+@click.option("--templates", "templates_file", default="", metavar="FILE",
+              help="the job templates this agent may launch (`job submit --template`), a TOML file (docs/own-training.md); "
+                   "it launches nothing else")
 @handle_errors
 def agent_run(controller: str | None, device_spec: str, device_id: str, speed_text: str, route: str, telemetry: str,
               fan: str, board_root: str, state_dir: str, metrics_port: int | None, metrics_address: str,
               metrics_tls_cert: str, metrics_tls_key: str, metrics_auth_file: str, tls_ca: str, tls_cert: str,
-              tls_key: str, insecure: bool, session_socket: str, session_socket_mode: str) -> None:
+              tls_key: str, insecure: bool, session_socket: str, session_socket_mode: str, templates_file: str) -> None:
     """Dial the controller and serve this board until SIGTERM or Ctrl-C; a real board is left as it was found."""
     from dataclasses import replace
 
@@ -211,6 +214,7 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed_te
     from jetfleet.agent.device import open_device
     from jetfleet.agent.device.jetson import JetsonOptions
     from jetfleet.agent.link import AgentLink
+    from jetfleet.agent.templates import load_templates
     from jetfleet.agent.workloads.plugins import load_workloads
     from jetfleet.shared.metrics_http import MetricsHttpConfig
 
@@ -223,10 +227,13 @@ def agent_run(controller: str | None, device_spec: str, device_id: str, speed_te
     workloads = load_workloads()   # the built-ins plus the workload plugins installed on this board
     for name, why in sorted(workloads.registry.broken.items()):
         click.echo(f"warning: workload plugin {name} is broken and not offered: {why}", err=True)
+    if templates_file and not session_socket:
+        raise click.UsageError("--templates needs --session-socket (what it launches joins through it)")
     config = AgentConfig(controller=controller_address(controller), device_id=device_id,
                          metrics_port=metrics_port, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
                          insecure=insecure, session_socket=session_socket,
-                         session_socket_mode=int(session_socket_mode, 8))
+                         session_socket_mode=int(session_socket_mode, 8),
+                         templates=load_templates(templates_file) if templates_file else None)
     if telemetry == "jtop":  # jtop's clients share one interval of at least 0.5 s: sample no faster
         config = replace(config, sample_interval_s=max(config.sample_interval_s, options.jtop_interval_s))
     device = open_device(device_spec, speed=speed, sysfs_root=board_root, options=options, workloads=workloads)
@@ -298,10 +305,14 @@ def speed_words(speed: float) -> str:
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None)
 @click.option("--session-dir", default="", metavar="DIR",
               help="each board takes training sessions (jetfleet.session) on DIR/DEVICE.sock [default: DATA_DIR/sessions]")
+@click.option("--templates", "templates_file", default="", metavar="FILE",
+              help="every board's agent may launch these job templates (`job submit --template`; as `agent run`)")
 @handle_errors
 def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_port: int | None,
-           session_dir: str) -> None:
+           session_dir: str, templates_file: str) -> None:
     """Run a lab of emulated boards until interrupted (their clocks at 100x real time unless --speed says)."""
+    from jetfleet.agent.config import AgentConfig
+    from jetfleet.agent.templates import load_templates
     from jetfleet.controller.config import ControllerConfig
     from jetfleet.lab import Lab
     from jetfleet.shared.catalog import get_catalog
@@ -311,6 +322,7 @@ def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_por
     for m in models:
         get_catalog(m)
     config = ControllerConfig(listen=listen, store=str(Path(data_dir).expanduser()), metrics_port=metrics_port)
+    agent_config = AgentConfig(templates=load_templates(templates_file)) if templates_file else None
     raise_fd_limit()
 
     async def main(stop: asyncio.Event) -> None:
@@ -318,7 +330,7 @@ def lab_up(listen: str, data_dir: str, boards: str, speed_text: str, metrics_por
 
         sessions = session_dir or str(Path(data_dir).expanduser() / "sessions")
         lab = Lab(config, models, speed=speed, agent_metrics=metrics_port is not None,
-                  workloads=load_workloads().registry, session_dir=sessions)
+                  workloads=load_workloads().registry, session_dir=sessions, agent_config=agent_config)
         await lab.start()
         await lab.wait_online()
         click.echo(f"lab up on {lab.address} with {len(models)} emulated boards: "

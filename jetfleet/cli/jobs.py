@@ -74,6 +74,10 @@ def job_text(d: dict[str, Any]) -> str:
     for r in d.get("runs", []) if len(d.get("runs", [])) > 1 else []:
         lines.append(f"  command {r['run_id']} on {r['device_id']} from minibatch {r['from_minibatch']}: the board "
                      f"trained {r['trained']}" + (f" ({r['ended']})" if r["ended"] else " (running)"))
+    tail = d.get("output_tail") or []
+    if tail:
+        lines.append(f"  output of the launched {d['template']!r} (last {len(tail)} lines):")
+        lines.extend(f"    | {line}" for line in tail)
     verdict = d.get("verdict")
     if verdict:
         lines.append(f"  {verdict['text']}")
@@ -92,6 +96,10 @@ def job_group() -> None:
 @click.option("--attach", "attach", default="", metavar="NAME",
               help="the operator's own training process on --device, whose jetfleet.session is named NAME (it may "
                    "start before or after the job)")
+@click.option("--template", default="", metavar="NAME",
+              help="... or a job template of --device's agent configuration, which the agent launches")
+@click.option("--arg", "template_args", multiple=True, metavar="KEY=VALUE",
+              help="a value the template takes (repeatable; `jetfleet devices show` lists each template's args)")
 @click.option("--attach-timeout", "attach_timeout_s", default=0.0, type=click.FloatRange(0, 86400),
               help="seconds for that process to join and between its steps (default 60)")
 @click.option("--device", "device_id", default="", help="one board ...", shell_complete=complete_devices)
@@ -133,12 +141,21 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
                no_confirm: bool, window_s: float, request_id: str, inference_workload: str, arrival_rate: float,
                trace_path: str | None, latency_budget: str | None,
                inference_batch_size: int, fleet: bool, priority: float, wait: bool, output: str, attach: str,
-               attach_timeout_s: float) -> None:
+               attach_timeout_s: float, template: str, template_args: tuple[str, ...]) -> None:
     """Submit a training job; prints its id at once (and, with --wait, its progress and summary). With
     --with-inference it serves that inference stream beside the training, the mode and largest batch chosen to
     keep both the power budget and the latency budget (on p95)."""
-    if bool(workload) == bool(attach):
-        raise click.UsageError("give --workload (a registered workload) or --attach NAME (your own training), one")
+    if sum(map(bool, (workload, attach, template))) != 1:
+        raise click.UsageError("give one of --workload (a registered workload), --attach NAME (your own training) "
+                               "or --template NAME (one the board's agent launches)")
+    args: dict[str, str] = {}
+    for kv in template_args:
+        key, eq, value = kv.partition("=")
+        if not eq or not key or key in args:
+            raise click.UsageError(f"--arg {kv[:40]!r}: KEY=VALUE, each key once")
+        args[key] = value
+    if args and not template:
+        raise click.UsageError("--arg is for --template NAME")
     if epochs and not minibatches_per_epoch:
         raise click.UsageError("--epochs needs --minibatches-per-epoch (the length of an epoch in minibatches)")
     if inference_batch_size:
@@ -158,7 +175,7 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
         budget_s = parse_latency(latency_budget)
     with conn.client() as c:
         job = c.submit_job(
-            workload or attach, device_id=device_id, board_model=board_model,
+            workload or attach or template, device_id=device_id, board_model=board_model,
             power_budget_w=parse_power_budget(power_budget) if power_budget else 0.0,
             deadline_s=parse_deadline(deadline) if deadline else 0.0, min_energy=min_energy,
             minibatches=minibatches, epochs=epochs, minibatches_per_epoch=minibatches_per_epoch,
@@ -166,8 +183,9 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
             window_s=window_s, request_id=request_id, inference_workload=inference_workload,
             arrival_rate=arrival_rate, arrival_times_s=times, latency_budget_s=budget_s,
             inference_batch_size=inference_batch_size, fleet=fleet, priority=priority, attach=bool(attach),
-            attach_timeout_s=attach_timeout_s, confirm_profiles=confirm_profiles, no_confirm=no_confirm)
-        say(output, f"job {job.job_id} submitted: {job.goal} for {workload or attach} on {job.target} — {job.state}"
+            attach_timeout_s=attach_timeout_s, confirm_profiles=confirm_profiles, no_confirm=no_confirm,
+            template=template, template_args=args)
+        say(output, f"job {job.job_id} submitted: {job.goal} for {workload or attach or template} on {job.target} — {job.state}"
             + (f": {job.detail}" if job.detail else "")
             + ("" if wait else f" (follow it: jetfleet job show {job.job_id})"), job_id=job.job_id)
         if wait:

@@ -96,6 +96,7 @@ class Device:
     labels: dict[str, str] = field(default_factory=dict)   # operator labels (rack=GROUP: the board's cap group)
     held_by: str = ""        # who holds the board's lease (a job, a campaign, ...): it does one thing at a time
     busy_command: str = ""   # the command its last heartbeat said it runs
+    templates: dict[str, list[str]] = field(default_factory=dict)   # job templates its agent launches: their args
 
     @classmethod
     def from_pb(cls, d: operator_pb2.Device) -> Device:
@@ -105,7 +106,7 @@ class Device:
                    d.first_seen_s, dict(d.software), list(d.workloads), dict(d.broken_workloads), d.metrics_address,
                    TelemetrySample.from_pb(d.last_telemetry) if d.HasField("last_telemetry") else None,
                    CatalogSummary.from_pb(d.catalog) if d.HasField("catalog") else None, dict(d.labels), d.held_by,
-                   d.busy_command)
+                   d.busy_command, {t.name: list(t.args) for t in d.templates})
 
     @property
     def power_w(self) -> float | None:
@@ -128,7 +129,8 @@ class Device:
             "last_seen_s": self.last_seen_s, "first_seen_s": self.first_seen_s, "software": self.software,
             "workloads": self.workloads, "broken_workloads": self.broken_workloads,
             "metrics_address": self.metrics_address or None, "labels": dict(sorted(self.labels.items())),
-            "held_by": self.held_by or None, "busy_command": self.busy_command or None}
+            "held_by": self.held_by or None, "busy_command": self.busy_command or None,
+            "templates": self.templates}
         if self.last_telemetry is not None:
             out["power_w"] = round(self.last_telemetry.total_w, 3)
             out["rails_w"] = {k: round(v, 3) for k, v in sorted(self.last_telemetry.rails_w.items())}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -171,6 +171,8 @@ class Job:
     covered: bool = True      # the first choice lies within its model's fitted knob levels
     choice_note: str = ""     # how the choice was made when it is marked or was confirmed by measuring
     confirms: list[JobConfirm] = field(default_factory=list)   # modes measured before committing (power budgets)
+    template: str = ""        # the board agent's job template it launched ('' for other jobs)
+    output_tail: list[str] = field(default_factory=list)   # the launched process's last lines of stdout+stderr
 
     @classmethod
     def from_pb(cls, j: operator_pb2.Job) -> Job:
@@ -193,7 +195,7 @@ class Job:
             [JobRun(r.run_id, r.device_id, r.base_done, r.trained, r.elapsed_s, r.energy_j, r.ended) for r in j.runs],
             j.board_minibatches, [(t.state, t.why, t.at_s) for t in j.history], j.covered, j.choice_note,
             [JobConfirm(c.mode, c.device_id, c.power_w, c.time_ms, c.predicted_power_w_hi, c.over, c.seconds)
-             for c in j.confirms])
+             for c in j.confirms], j.template, list(j.output_tail))
 
     @property
     def target(self) -> str:
@@ -253,7 +255,8 @@ class Job:
             "confirms": [{"mode": c.mode, "device_id": c.device_id, "power_w": round(c.power_w, 3),
                           "time_ms": round(c.time_ms, 3), "predicted_power_w_hi": round(c.predicted_power_w_hi, 3),
                           "over": c.over, "seconds": round(c.seconds, 1)} for c in self.confirms],
-            "history": [{"state": st, "why": why, "at_s": at} for st, why, at in self.history]}
+            "history": [{"state": st, "why": why, "at_s": at} for st, why, at in self.history],
+            "template": self.template, "output_tail": list(self.output_tail)}
 
 
 class JobMethods:
@@ -268,7 +271,8 @@ class JobMethods:
                    arrival_rate: float = 0.0, arrival_times_s: Sequence[float] = (), latency_budget_s: float = 0.0,
                    inference_batch_size: int = 0, fleet: bool = False,
                    priority: float = 0.0, attach: bool = False, attach_timeout_s: float = 0.0,
-                   confirm_profiles: int = 0, no_confirm: bool = False) -> Job:
+                   confirm_profiles: int = 0, no_confirm: bool = False, template: str = "",
+                   template_args: Mapping[str, str] | None = None) -> Job:
         """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
         (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
         ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
@@ -281,7 +285,9 @@ class JobMethods:
         session (``jetfleet.session``) is named ``workload``; it must join and keep stepping within
         ``attach_timeout_s`` (0: 60 s). A power budget's choice of a built-in workload is measured on the board before
         the job commits to it (at most ``confirm_profiles`` modes, 0 = 3; ``no_confirm`` commits to the model's
-        choice unmeasured)."""
+        choice unmeasured). ``template``: the agent of ``device_id`` launches that job template of its configuration
+        (``template_args``: its --arg values) and the job adopts the process as ``attach`` does; ``workload`` is
+        then the template's name."""
         req = operator_pb2.SubmitJobRequest(
             workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
             deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,
@@ -290,7 +296,7 @@ class JobMethods:
             inference_workload=inference_workload, arrival_rate=arrival_rate, arrival_times_s=list(arrival_times_s),
             latency_budget_s=latency_budget_s, inference_batch_size=inference_batch_size, fleet=fleet,
             priority=priority, attach=attach, attach_timeout_s=attach_timeout_s, confirm_profiles=confirm_profiles,
-            no_confirm=no_confirm)
+            no_confirm=no_confirm, template=template, template_args=dict(template_args or {}))
         return Job.from_pb(self._unary("SubmitJob", req, 120))
 
     def list_jobs(self) -> list[Job]:

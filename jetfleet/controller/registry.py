@@ -78,6 +78,7 @@ class LiveDevice:
     workloads: tuple[str, ...] = ()              # what the board offers (the built-ins and its plugins)
     reported: tuple[object, ...] = ()            # the last heartbeat's mode: ((cores, MHz...), its checked text)
     broken_workloads: dict[str, str] = field(default_factory=dict)   # plugins that failed to load there
+    templates: dict[str, tuple[str, ...]] = field(default_factory=dict)   # job templates its agent launches: args
     speed: float = 0.0          # board seconds per wall second, as its agent said (1: real time; 0: not said)
 
     @property
@@ -136,6 +137,7 @@ class Registry:
         live.session = Session(uuid.uuid4().hex, device_id, board.serial, asyncio.Queue(), self.clock(),
                                catalog=catalog)
         live.instance_id, live.workloads, live.broken_workloads = instance, workloads, broken
+        live.templates = {t.name: tuple(t.args) for t in board.templates}   # each checked by check_board
         live.speed = board.speed if board.emulated else 1.0
         host = f"[{peer_host}]" if ":" in peer_host else peer_host
         live.metrics_address = f"{host}:{hello.metrics_port}" if hello.metrics_port and peer_host else ""

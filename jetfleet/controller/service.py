@@ -66,6 +66,7 @@ class OperatorService:
         msg.metrics_address = d.metrics_address if d.online else ""
         msg.workloads.extend(d.workloads)
         msg.broken_workloads.update(d.broken_workloads)
+        msg.templates.extend(common_pb2.TemplateInfo(name=k, args=v) for k, v in sorted(d.templates.items()))
         msg.speed = d.speed
         if rec.current_mode:
             mode, name = self._shown_mode(d.catalog, rec.current_mode)

@@ -88,6 +88,9 @@ class Session:
         self.session_id = ""
         self.board = ""
         self.steps = 0                  # steps counted by step() (reported or not)
+        # The agent asks the process to end its training (a job launched from a template has trained its length):
+        # a loop that checks it after step() stops there and exits 0.
+        self.stop_requested = False
         self._pending = 0
         self._batch = 64
         self._flush_s = 1.0
@@ -209,6 +212,7 @@ class Session:
         reply = self._call(msg)
         self._last_flush = time.perf_counter()
         self._batch = int(reply.get("batch_steps", self._batch))
+        self.stop_requested = self.stop_requested or bool(reply.get("stop", False))
         if not self._time_left:
             self._start_timing(int(reply.get("time_steps", 0)))
 

@@ -26,6 +26,7 @@ from jetfleet.shared.bounds import (
 from jetfleet.shared.catalog import KNOBS, Catalog, PowerMode, Rail, catalog_from_knobs, format_mhz, power_limit_w
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.proto import common_pb2 as pb
+from jetfleet.shared.template_args import ARG_NAME, MAX_ARGS
 
 # Bounds on what a peer may send (the agent and the controller trust nothing they receive);
 # identifiers, labels and text are bounded in ``jetfleet.shared.bounds``.
@@ -192,6 +193,14 @@ def check_board(board: pb.BoardInfo, field: str = "hello.board") -> Catalog:
     for name, why in board.broken_workloads.items():
         check_id(name, f"{field}.broken_workloads")
         check_text(why, f"{field}.broken_workloads[{name}]", MAX_REASON_BYTES)
+    check_count(len(board.templates), MAX_WORKLOADS, f"{field}.templates")
+    for t in board.templates:
+        check_id(t.name, f"{field}.templates")
+        check_count(len(t.args), MAX_ARGS, f"{field}.templates[{t.name}].args")
+        for a in t.args:
+            if not ARG_NAME.match(a):
+                raise InvalidArgument(f"{field}.templates[{t.name}].args: {a[:32]!r} is not an arg name",
+                                      field=f"{field}.templates")
     if math.isnan(board.speed) or board.speed < 0:
         raise InvalidArgument(f"{field}.speed {board.speed!r}: board seconds per wall second, > 0 (inf: instant; "
                               "0: not reported)", field=f"{field}.speed")

@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Awaitable, Callable
 
 from jetfleet.controller.jobs.context import JobContext
+from jetfleet.controller.jobs.launch import keep_tail, launch_pb
 from jetfleet.controller.jobs.models import first_batch
 from jetfleet.controller.jobs.state import JobState
 from jetfleet.controller.store import JobRecord
@@ -87,9 +88,10 @@ class OnlineProfiler:
         """``steps`` of the user's training in the board's current mode, counted into the job's progress."""
         rec, ctx = self.rec, self.ctx
         result = await ctx.router.send(device, agent_pb2.Command(run_training=agent_pb2.RunTraining(
-            workload=rec.workload, minibatches=steps, attach=True, attach_timeout_s=rec.options.attach_timeout_s)),
-            command_id=cid, timeout_s=ctx.config.run_timeout_s)
+            workload=rec.workload, minibatches=steps, attach=True, attach_timeout_s=rec.options.attach_timeout_s,
+            launch=launch_pb(rec) if rec.options.template else None)), command_id=cid, timeout_s=ctx.config.run_timeout_s)
         t = result.training
+        keep_tail(rec, list(t.output_tail))
         n = len(t.minibatch_times_s)
         rec.minibatches_done += n
         rec.energy_j += t.energy_j

@@ -25,6 +25,7 @@ from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.confirming import Confirmer, needs_confirming, replay
 from jetfleet.controller.jobs.context import JobContext
 from jetfleet.controller.jobs.goals import goal_of, judge
+from jetfleet.controller.jobs.launch import stop_launched
 from jetfleet.controller.jobs.loop import ClosedLoop
 from jetfleet.controller.jobs.online import OnlineProfiler
 from jetfleet.controller.jobs.profiling import Profiler
@@ -164,6 +165,8 @@ class JobRunner:
         rec.detail = (self._summary() if state == JobState.DONE else why) + "; " + rec.verdict.text()
         await self.save()
         log.info("job %s %s: %s", rec.job_id, state.value, rec.detail)
+        if state != JobState.DONE and rec.options.template:   # what its board launched for it stops too
+            await stop_launched(ctx.router, rec)
 
     async def _prepare(self) -> None:
         """The closed loop on the model's calibrated predictions, what it learned before a restart, and the first

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 
 from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.context import JobContext
+from jetfleet.controller.jobs.launch import keep_tail, launch_pb
 from jetfleet.controller.jobs.loop import ClosedLoop
 from jetfleet.controller.jobs.state import JobCancelled, JobState
 from jetfleet.controller.jobs.windows import Point, Tracker, Window
@@ -85,6 +86,7 @@ class TrainingRun:
             await asyncio.wait([consumer], timeout=ctx.config.drain_s)   # the last reports, unless stopping
             consumer.cancel()
         tr = result.training
+        keep_tail(rec, list(tr.output_tail))
         run.trained, run.elapsed_s, run.energy_j, run.ended = len(tr.minibatch_times_s), tr.elapsed_s, tr.energy_j, "done"
         final = Point(run.base_done + len(tr.minibatch_times_s), run.base_elapsed_s + tr.elapsed_s,
                       run.base_energy_j + tr.energy_j, rec.mode, tr.end_s)
@@ -121,6 +123,8 @@ class TrainingRun:
         if rec.options.attach:   # the operator's own training on the board (``jetfleet/agent/attach.py``)
             cmd.run_training.attach, cmd.run_training.attach_timeout_s = True, rec.options.attach_timeout_s
             cmd.run_training.minibatch_size = cmd.run_training.workers = 0
+            if rec.options.template:   # one the agent launches from its template (``launch.py``)
+                cmd.run_training.launch.CopyFrom(launch_pb(rec))
         stream = rec.options.inference
         if stream is not None:
             assert rec.choice is not None and rec.choice.inference is not None
@@ -156,6 +160,7 @@ class TrainingRun:
             if dev != device or r.command_id != run.run_id:
                 continue
             run.trained, run.elapsed_s, run.energy_j = r.minibatches_done, r.elapsed_s, r.energy_j
+            keep_tail(self.rec, list(r.output_tail))
             p = Point(run.base_done + r.minibatches_done, run.base_elapsed_s + r.elapsed_s,
                       run.base_energy_j + r.energy_j, str(mode_from_pb(r.mode)), r.t_s)
             if r.HasField("inference"):

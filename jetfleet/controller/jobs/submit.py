@@ -16,6 +16,7 @@ from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.context import JobsConfig
 from jetfleet.controller.jobs.goals import Deadline, Goal, LeastEnergy, PowerBudget
+from jetfleet.controller.jobs.launch import check_template
 from jetfleet.controller.jobs.models import JOB_STRATEGIES
 from jetfleet.controller.jobs.online import WARMUP_STEPS
 from jetfleet.controller.powertrain.cache import PredictionCache
@@ -65,7 +66,12 @@ class JobChecks:
         else:
             check_id(req.board_model, "board_model")
             model = (await asyncio.to_thread(self.campaigns.catalog_for, "", req.board_model)).model
-        if req.attach:   # the workload names the operator's own training session, not a registered workload
+        if req.template:   # the agent of device_id launches one of its templates; the job adopts it as --attach
+            check_template(req, self.registry)
+        elif req.template_args:
+            raise InvalidArgument("--arg is for a template job (--template NAME)", field="template_args")
+        attach = req.attach or bool(req.template)
+        if attach:   # the workload names the operator's own training session, not a registered workload
             check_attach(req)
         else:
             self.registry.check_workload(req.workload, device_id=req.device_id, board_model=model)
@@ -76,7 +82,8 @@ class JobChecks:
                           confidence=req.confidence or c.confidence, max_steps=req.max_steps or c.max_steps,
                           window_s=req.window_s or c.window_s, epochs=req.epochs,
                           minibatches_per_epoch=req.minibatches_per_epoch, request_id=req.request_id,
-                          attach=req.attach, attach_timeout_s=req.attach_timeout_s)
+                          attach=attach, attach_timeout_s=req.attach_timeout_s, template=req.template,
+                          template_args=dict(req.template_args))
         bounded(opts.profile_modes, 10, 1000, "profile_modes")
         bounded(opts.confidence, 0.5, 0.99, "confidence")
         bounded(opts.max_steps, 0, 10, "max_steps")
@@ -88,7 +95,7 @@ class JobChecks:
         goal: Goal = (PowerBudget(req.power_budget_w) if kind == "power" else
                       Deadline(req.deadline_s, minibatches) if kind == "deadline" else LeastEnergy())
         stream = stream_.check_stream(req) if stream_.has_stream(req) else None
-        opts.confirm_profiles = confirm_profiles(req, kind, stream is not None, req.attach)
+        opts.confirm_profiles = confirm_profiles(req, kind, stream is not None, attach)
         await asyncio.to_thread(self._feasible, model, req.workload, goal, minibatches, opts)
         if stream is not None:   # the last check: it measures on a board unless this model's latencies are known
             fastest = await stream_.check_against_board(self.registry, self.router, stream, req.device_id, model,

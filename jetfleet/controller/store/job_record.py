@@ -46,6 +46,8 @@ class JobOptions:
     confirm_profiles: int = 0      # a power-budget job: modes measured on its board before committing (0: none)
     attach: bool = False           # issue 25: the operator's own training, adopted from its session on the board
     attach_timeout_s: float = 0.0  # for its process to join and to step (0: the agent's 60 s)
+    template: str = ""             # issue 25: the agent's job template it launches (attach is then True)
+    template_args: dict[str, str] = field(default_factory=dict)   # its --arg values
 
 
 @dataclass
@@ -232,6 +234,7 @@ class JobRecord:
     confirmed: bool = False        # the confirmation is over (or was not asked for): the choice stands
     profiled_steps: int = 0        # an attached job's steps trained while its modes were profiled online
     profiled_s: float = 0.0        # and their board seconds
+    output_tail: list[str] = field(default_factory=list)   # a launched job's last lines of stdout+stderr
 
     @property
     def run(self) -> RunRecord | None:

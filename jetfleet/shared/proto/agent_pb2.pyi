@@ -73,7 +73,7 @@ class CommandAck(_message.Message):
     def __init__(self, command_id: _Optional[str] = ..., accepted: bool = ..., error: _Optional[_Union[_common_pb2.Error, _Mapping]] = ...) -> None: ...
 
 class TrainingResult(_message.Message):
-    __slots__ = ("workload", "minibatch_times_s", "start_s", "end_s", "energy_j", "elapsed_s", "inference")
+    __slots__ = ("workload", "minibatch_times_s", "start_s", "end_s", "energy_j", "elapsed_s", "inference", "output_tail")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_TIMES_S_FIELD_NUMBER: _ClassVar[int]
     START_S_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +81,7 @@ class TrainingResult(_message.Message):
     ENERGY_J_FIELD_NUMBER: _ClassVar[int]
     ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
     INFERENCE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TAIL_FIELD_NUMBER: _ClassVar[int]
     workload: str
     minibatch_times_s: _containers.RepeatedScalarFieldContainer[float]
     start_s: float
@@ -88,10 +89,11 @@ class TrainingResult(_message.Message):
     energy_j: float
     elapsed_s: float
     inference: InferenceStats
-    def __init__(self, workload: _Optional[str] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., start_s: _Optional[float] = ..., end_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., elapsed_s: _Optional[float] = ..., inference: _Optional[_Union[InferenceStats, _Mapping]] = ...) -> None: ...
+    output_tail: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, workload: _Optional[str] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., start_s: _Optional[float] = ..., end_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., elapsed_s: _Optional[float] = ..., inference: _Optional[_Union[InferenceStats, _Mapping]] = ..., output_tail: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TrainingProgress(_message.Message):
-    __slots__ = ("command_id", "minibatches_done", "t_s", "elapsed_s", "energy_j", "mode", "final", "inference")
+    __slots__ = ("command_id", "minibatches_done", "t_s", "elapsed_s", "energy_j", "mode", "final", "inference", "output_tail")
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     MINIBATCHES_DONE_FIELD_NUMBER: _ClassVar[int]
     T_S_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +102,7 @@ class TrainingProgress(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     FINAL_FIELD_NUMBER: _ClassVar[int]
     INFERENCE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TAIL_FIELD_NUMBER: _ClassVar[int]
     command_id: str
     minibatches_done: int
     t_s: float
@@ -108,7 +111,8 @@ class TrainingProgress(_message.Message):
     mode: _common_pb2.PowerMode
     final: bool
     inference: InferenceStats
-    def __init__(self, command_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., t_s: _Optional[float] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., final: bool = ..., inference: _Optional[_Union[InferenceStats, _Mapping]] = ...) -> None: ...
+    output_tail: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, command_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., t_s: _Optional[float] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., final: bool = ..., inference: _Optional[_Union[InferenceStats, _Mapping]] = ..., output_tail: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ProfileResult(_message.Message):
     __slots__ = ("workload", "mode", "minibatch_times_s", "power", "steady_state_found", "window_start_s", "window_end_s", "power_columns")
@@ -209,7 +213,7 @@ class SetMode(_message.Message):
     def __init__(self, mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., preset: _Optional[str] = ..., during_command_id: _Optional[str] = ...) -> None: ...
 
 class RunTraining(_message.Message):
-    __slots__ = ("workload", "minibatches", "minibatch_size", "workers", "progress_interval_s", "inference_workload", "arrival_rate", "arrival_times_s", "inference_batch_size", "latency_budget_s", "latency_window_s", "seed", "attach", "attach_timeout_s")
+    __slots__ = ("workload", "minibatches", "minibatch_size", "workers", "progress_interval_s", "inference_workload", "arrival_rate", "arrival_times_s", "inference_batch_size", "latency_budget_s", "latency_window_s", "seed", "attach", "attach_timeout_s", "launch")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
     MINIBATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +228,7 @@ class RunTraining(_message.Message):
     SEED_FIELD_NUMBER: _ClassVar[int]
     ATTACH_FIELD_NUMBER: _ClassVar[int]
     ATTACH_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_FIELD_NUMBER: _ClassVar[int]
     workload: str
     minibatches: int
     minibatch_size: int
@@ -238,7 +243,29 @@ class RunTraining(_message.Message):
     seed: int
     attach: bool
     attach_timeout_s: float
-    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., progress_interval_s: _Optional[float] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., inference_batch_size: _Optional[int] = ..., latency_budget_s: _Optional[float] = ..., latency_window_s: _Optional[float] = ..., seed: _Optional[int] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ...) -> None: ...
+    launch: LaunchTemplate
+    def __init__(self, workload: _Optional[str] = ..., minibatches: _Optional[int] = ..., minibatch_size: _Optional[int] = ..., workers: _Optional[int] = ..., progress_interval_s: _Optional[float] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., inference_batch_size: _Optional[int] = ..., latency_budget_s: _Optional[float] = ..., latency_window_s: _Optional[float] = ..., seed: _Optional[int] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ..., launch: _Optional[_Union[LaunchTemplate, _Mapping]] = ...) -> None: ...
+
+class LaunchTemplate(_message.Message):
+    __slots__ = ("template", "args", "launch_id", "minibatches", "done")
+    class ArgsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_ID_FIELD_NUMBER: _ClassVar[int]
+    MINIBATCHES_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    template: str
+    args: _containers.ScalarMap[str, str]
+    launch_id: str
+    minibatches: int
+    done: int
+    def __init__(self, template: _Optional[str] = ..., args: _Optional[_Mapping[str, str]] = ..., launch_id: _Optional[str] = ..., minibatches: _Optional[int] = ..., done: _Optional[int] = ...) -> None: ...
 
 class RunProfile(_message.Message):
     __slots__ = ("workload", "mode", "minibatches", "minibatch_size", "workers", "warmup_s", "sample_interval_s")

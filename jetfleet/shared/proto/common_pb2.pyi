@@ -76,7 +76,7 @@ class Grid(_message.Message):
     def __init__(self, cores: _Optional[_Iterable[float]] = ..., cpu_mhz: _Optional[_Iterable[float]] = ..., gpu_mhz: _Optional[_Iterable[float]] = ..., mem_mhz: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class BoardInfo(_message.Message):
-    __slots__ = ("device_id", "model", "serial", "software", "catalog", "emulated", "workloads", "broken_workloads", "speed")
+    __slots__ = ("device_id", "model", "serial", "software", "catalog", "emulated", "workloads", "broken_workloads", "speed", "templates")
     class SoftwareEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +100,7 @@ class BoardInfo(_message.Message):
     WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     BROKEN_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     SPEED_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATES_FIELD_NUMBER: _ClassVar[int]
     device_id: str
     model: str
     serial: str
@@ -109,7 +110,16 @@ class BoardInfo(_message.Message):
     workloads: _containers.RepeatedScalarFieldContainer[str]
     broken_workloads: _containers.ScalarMap[str, str]
     speed: float
-    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., software: _Optional[_Mapping[str, str]] = ..., catalog: _Optional[_Union[Catalog, _Mapping]] = ..., emulated: bool = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ...) -> None: ...
+    templates: _containers.RepeatedCompositeFieldContainer[TemplateInfo]
+    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., software: _Optional[_Mapping[str, str]] = ..., catalog: _Optional[_Union[Catalog, _Mapping]] = ..., emulated: bool = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ..., templates: _Optional[_Iterable[_Union[TemplateInfo, _Mapping]]] = ...) -> None: ...
+
+class TemplateInfo(_message.Message):
+    __slots__ = ("name", "args")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    args: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SampleColumns(_message.Message):
     __slots__ = ("samples", "rails", "temps", "values")

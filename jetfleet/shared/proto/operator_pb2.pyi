@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Device(_message.Message):
-    __slots__ = ("device_id", "model", "serial", "online", "current_mode", "current_mode_name", "last_seen_s", "software", "emulated", "last_telemetry", "catalog", "first_seen_s", "metrics_address", "workloads", "broken_workloads", "labels", "speed", "held_by", "busy_command")
+    __slots__ = ("device_id", "model", "serial", "online", "current_mode", "current_mode_name", "last_seen_s", "software", "emulated", "last_telemetry", "catalog", "first_seen_s", "metrics_address", "workloads", "templates", "broken_workloads", "labels", "speed", "held_by", "busy_command")
     class SoftwareEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class Device(_message.Message):
     FIRST_SEEN_S_FIELD_NUMBER: _ClassVar[int]
     METRICS_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     WORKLOADS_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATES_FIELD_NUMBER: _ClassVar[int]
     BROKEN_WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     SPEED_FIELD_NUMBER: _ClassVar[int]
@@ -62,12 +63,13 @@ class Device(_message.Message):
     first_seen_s: float
     metrics_address: str
     workloads: _containers.RepeatedScalarFieldContainer[str]
+    templates: _containers.RepeatedCompositeFieldContainer[_common_pb2.TemplateInfo]
     broken_workloads: _containers.ScalarMap[str, str]
     labels: _containers.ScalarMap[str, str]
     speed: float
     held_by: str
     busy_command: str
-    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., online: bool = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., current_mode_name: _Optional[str] = ..., last_seen_s: _Optional[float] = ..., software: _Optional[_Mapping[str, str]] = ..., emulated: bool = ..., last_telemetry: _Optional[_Union[_common_pb2.TelemetrySample, _Mapping]] = ..., catalog: _Optional[_Union[_common_pb2.Catalog, _Mapping]] = ..., first_seen_s: _Optional[float] = ..., metrics_address: _Optional[str] = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ..., held_by: _Optional[str] = ..., busy_command: _Optional[str] = ...) -> None: ...
+    def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., online: bool = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., current_mode_name: _Optional[str] = ..., last_seen_s: _Optional[float] = ..., software: _Optional[_Mapping[str, str]] = ..., emulated: bool = ..., last_telemetry: _Optional[_Union[_common_pb2.TelemetrySample, _Mapping]] = ..., catalog: _Optional[_Union[_common_pb2.Catalog, _Mapping]] = ..., first_seen_s: _Optional[float] = ..., metrics_address: _Optional[str] = ..., workloads: _Optional[_Iterable[str]] = ..., templates: _Optional[_Iterable[_Union[_common_pb2.TemplateInfo, _Mapping]]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ..., held_by: _Optional[str] = ..., busy_command: _Optional[str] = ...) -> None: ...
 
 class ListDevicesRequest(_message.Message):
     __slots__ = ("model",)
@@ -551,7 +553,14 @@ class OptimizeResponse(_message.Message):
     def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ..., confidence: _Optional[float] = ..., predicted_time_ms_lo: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w_lo: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., at_risk: bool = ..., outside_coverage: bool = ..., coverage_note: _Optional[str] = ...) -> None: ...
 
 class SubmitJobRequest(_message.Message):
-    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "confirm_profiles", "no_confirm", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size", "fleet", "priority", "attach", "attach_timeout_s")
+    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "confirm_profiles", "no_confirm", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size", "fleet", "priority", "attach", "attach_timeout_s", "template", "template_args")
+    class TemplateArgsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     BOARD_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -578,6 +587,8 @@ class SubmitJobRequest(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     ATTACH_FIELD_NUMBER: _ClassVar[int]
     ATTACH_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_ARGS_FIELD_NUMBER: _ClassVar[int]
     workload: str
     device_id: str
     board_model: str
@@ -604,7 +615,9 @@ class SubmitJobRequest(_message.Message):
     priority: float
     attach: bool
     attach_timeout_s: float
-    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., confirm_profiles: _Optional[int] = ..., no_confirm: bool = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ..., fleet: bool = ..., priority: _Optional[float] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ...) -> None: ...
+    template: str
+    template_args: _containers.ScalarMap[str, str]
+    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., confirm_profiles: _Optional[int] = ..., no_confirm: bool = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ..., fleet: bool = ..., priority: _Optional[float] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ..., template: _Optional[str] = ..., template_args: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class JobStep(_message.Message):
     __slots__ = ("t_s", "at_minibatch", "from_mode", "to_mode", "reason", "observed_power_w", "observed_time_ms", "predicted_power_w", "predicted_power_w_hi", "predicted_time_ms", "kind", "predicted_time_ms_hi")
@@ -649,7 +662,7 @@ class JobSegment(_message.Message):
     def __init__(self, mode: _Optional[str] = ..., device_id: _Optional[str] = ..., minibatches: _Optional[int] = ..., seconds: _Optional[float] = ..., energy_j: _Optional[float] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk", "priority", "fleet", "inference", "waiting_for", "verdict", "history", "runs", "board_minibatches", "covered", "choice_note", "confirms", "confirmed")
+    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk", "priority", "fleet", "inference", "waiting_for", "verdict", "history", "runs", "board_minibatches", "covered", "choice_note", "confirms", "confirmed", "template", "output_tail")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     TARGET_DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -698,6 +711,8 @@ class Job(_message.Message):
     CHOICE_NOTE_FIELD_NUMBER: _ClassVar[int]
     CONFIRMS_FIELD_NUMBER: _ClassVar[int]
     CONFIRMED_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TAIL_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     workload: str
     target_device: str
@@ -746,7 +761,9 @@ class Job(_message.Message):
     choice_note: str
     confirms: _containers.RepeatedCompositeFieldContainer[JobConfirm]
     confirmed: bool
-    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ..., priority: _Optional[float] = ..., fleet: bool = ..., inference: _Optional[_Union[JobInference, _Mapping]] = ..., waiting_for: _Optional[str] = ..., verdict: _Optional[_Union[JobVerdict, _Mapping]] = ..., history: _Optional[_Iterable[_Union[JobTransition, _Mapping]]] = ..., runs: _Optional[_Iterable[_Union[JobRun, _Mapping]]] = ..., board_minibatches: _Optional[int] = ..., covered: bool = ..., choice_note: _Optional[str] = ..., confirms: _Optional[_Iterable[_Union[JobConfirm, _Mapping]]] = ..., confirmed: bool = ...) -> None: ...
+    template: str
+    output_tail: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ..., priority: _Optional[float] = ..., fleet: bool = ..., inference: _Optional[_Union[JobInference, _Mapping]] = ..., waiting_for: _Optional[str] = ..., verdict: _Optional[_Union[JobVerdict, _Mapping]] = ..., history: _Optional[_Iterable[_Union[JobTransition, _Mapping]]] = ..., runs: _Optional[_Iterable[_Union[JobRun, _Mapping]]] = ..., board_minibatches: _Optional[int] = ..., covered: bool = ..., choice_note: _Optional[str] = ..., confirms: _Optional[_Iterable[_Union[JobConfirm, _Mapping]]] = ..., confirmed: bool = ..., template: _Optional[str] = ..., output_tail: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobVerdict(_message.Message):
     __slots__ = ("judged", "kept", "constraint", "objective", "text")

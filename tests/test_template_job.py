@@ -1,0 +1,123 @@
+"""`job submit --template NAME --arg K=V --device D --power-budget W`: the board's agent launches a command of its
+own configuration (the example's plain PyTorch script on scikit-learn's digits), the job adopts the process exactly
+as `--attach` does (online profiling on its steps, transfer, choice, the rest in the chosen mode), the process is
+asked to stop once the job has its length and exits 0: done, with what the board counted equal to the job's length
+and the process's output tail in `job show`. A template the board's agent does not have, or args it does not take,
+are refused before anything is stored; a command that exits 3 fails the job naming 3 and its last line; a cancelled
+job's process group is stopped on the board."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jetfleet.agent.templates import parse_templates
+from jetfleet.cli.main import cli
+from jetfleet.client import OperatorClient
+from jetfleet.shared.errors import InvalidArgument
+
+from .harness import LabThread
+from .jobs_lab import NANO, SPEED, wait_job
+from .waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "own-training" / "train.py"
+CRASH = "import sys\nprint('loading the data', flush=True)\nprint('CUDA out of memory', file=sys.stderr)\nsys.exit(3)"
+
+
+@pytest.fixture
+def lab(tmp_path, reference_nets):
+    pytest.importorskip("sklearn", reason="the example's dataset ships with scikit-learn (the dev extra)")
+    from jetfleet.controller.powertrain.artifacts import ModelRepo
+
+    templates = parse_templates({"kill_grace_s": 2, "templates": {
+        "digits-mlp": {"command": [sys.executable, str(EXAMPLE), "--epochs", "{epochs}"], "args": ["epochs"],
+                       "cwd": str(EXAMPLE.parent), "exit_wait_s": 60},
+        "crash": {"command": [sys.executable, "-c", CRASH]}}}, euid=os.geteuid())
+    lt = LabThread(str(tmp_path / "data"), []).start()
+    try:
+        lt.lab.session_dir = str(tmp_path / "sessions")
+        lt.lab.agent_config = replace(lt.lab.agent_config, templates=templates)
+        lt.do(lambda: lt.lab.add_agent(NANO, speed=SPEED))
+        lt.call(lt.lab.wait_online(1))
+        modes, (tn, pn) = reference_nets
+        lt.do(lambda: ModelRepo(lt.lab.controller.store).save("reference", NANO, "resnet18", "", modes, tn, pn, {},
+                                                              (0.0, 0.0, 0.0), None))
+        yield lt
+    finally:
+        lt.close()
+
+
+def trained_for(agent, job_id):
+    """What the board itself counted for the job's commands (its profiling and its training)."""
+    return sum(n for cid, n in agent.link.executor.trained.items() if cid.startswith(job_id + "-"))
+
+
+@pytest.mark.slow
+def test_a_template_job_is_launched_profiled_online_trained_and_done_when_its_process_exits_0(lab):
+    (agent,) = lab.lab.agents
+    with OperatorClient(lab.address) as c:
+        assert c.get_device(agent.device_id).templates == {"crash": [], "digits-mlp": ["epochs"]}
+        job = c.submit_job("digits-mlp", device_id=agent.device_id, power_budget_w=9.0, minibatches=800,
+                           profile_modes=10, attach_timeout_s=120, template="digits-mlp",
+                           template_args={"epochs": "1000"})
+        final = wait_job(lab, job.job_id, timeout_s=300)
+    assert final.state == "done", final.detail
+    assert final.minibatches_done == 800 == trained_for(agent, job.job_id)    # judged on the board
+    launched = agent.link.executor.launcher.launches[job.job_id]
+    assert launched.returncode == 0 and launched.trained == 800               # it was asked to stop, and did
+    assert final.template == "digits-mlp"
+    assert "the agent asked to stop: the job has trained its length" in final.output_tail, final.output_tail
+    assert "online profiling: 500 of its own steps" in final.detail, final.detail
+    assert lab.lab.controller.leases.holder(agent.device_id) is None
+    text = CliRunner().invoke(cli, ["job", "show", job.job_id, "--controller", lab.address]).output
+    assert "output of the launched 'digits-mlp' (last " in text and "| the agent asked to stop" in text, text
+
+
+def test_a_template_or_args_the_boards_agent_does_not_take_are_refused_before_anything_is_stored(lab):
+    (agent,) = lab.lab.agents
+    cases = (({"template": "rm-rf"}, "template", "not in"),
+             ({"template": "digits-mlp"}, "template_args.epochs", "needs --arg epochs=VALUE"),
+             ({"template": "digits-mlp", "template_args": {"epochs": "3", "lr": "1"}}, "template_args.lr", "no arg"),
+             ({"template": "digits-mlp", "template_args": {"epochs": "$(reboot)"}}, "template_args.epochs", "letters"),
+             ({"template": "digits-mlp", "template_args": {"epochs": "3"}, "attach": True}, "attach", "not both"),
+             ({"template_args": {"epochs": "3"}}, "template_args", "--template"))
+    with OperatorClient(lab.address) as c:
+        for kw, field, words in cases:
+            with pytest.raises(InvalidArgument) as e:
+                c.submit_job(kw.get("template", "digits-mlp"), device_id=agent.device_id, power_budget_w=9.0,
+                             minibatches=1000, profile_modes=10, **kw)
+            assert e.value.field == field and words in e.value.message, (field, e.value.message)
+        assert c.list_jobs() == []
+    assert agent.link.executor.launcher.launches == {}                         # nothing started
+
+
+def test_a_launched_command_that_exits_3_fails_the_job_naming_3_and_its_last_line(lab):
+    (agent,) = lab.lab.agents
+    with OperatorClient(lab.address) as c:
+        job = c.submit_job("crash", device_id=agent.device_id, power_budget_w=9.0, minibatches=1000,
+                           profile_modes=10, template="crash")
+        final = wait_job(lab, job.job_id, timeout_s=60)
+    assert final.state == "failed"
+    assert "exited with status 3" in final.detail and "its output ends: CUDA out of memory" in final.detail, final.detail
+    assert lab.lab.controller.leases.holder(agent.device_id) is None
+
+
+@pytest.mark.slow
+def test_cancelling_a_template_job_stops_its_process_on_the_board(lab):
+    (agent,) = lab.lab.agents
+    with OperatorClient(lab.address) as c:
+        job = c.submit_job("digits-mlp", device_id=agent.device_id, power_budget_w=9.0, minibatches=5000,
+                           profile_modes=10, attach_timeout_s=120, template="digits-mlp",
+                           template_args={"epochs": "1000"})
+        lab.wait(lambda: trained_for(agent, job.job_id) > 60, 120, "profiling on the launched process's steps")
+        c.cancel_job(job.job_id)
+        assert wait_job(lab, job.job_id, timeout_s=60).state == "cancelled"
+    launched = agent.link.executor.launcher.launches[job.job_id]
+    wait_until(lambda: launched.returncode is not None, 30, "the launched process to be stopped")
+    assert launched.returncode < 0 and launched.stopped                       # by a signal, from the agent
