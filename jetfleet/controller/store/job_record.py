@@ -46,6 +46,7 @@ class JobOptions:
     confirm_profiles: int = 0      # a power-budget job: modes measured on its board before committing (0: none)
     attach: bool = False           # issue 25: the operator's own training, adopted from its session on the board
     attach_timeout_s: float = 0.0  # for its process to join and to step (0: the agent's 60 s)
+    profile_steps: int = 0         # an attached job's timed steps per mode profiled online (0: defaults.MINIBATCHES)
 
 
 @dataclass
