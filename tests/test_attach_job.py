@@ -112,7 +112,9 @@ def test_an_attached_job_too_short_for_its_profiling_is_refused_before_anything_
 def test_the_examples_run_sh_submits_the_job_trains_and_prints_the_job_id_last(lab, tmp_path):
     (agent,) = lab.lab.agents
     sock = tmp_path / "sessions" / f"{agent.device_id}.sock"
-    env = {**os.environ, "PYTHON": sys.executable, "STEPS": "800", "PROFILE_MODES": "10", "EPOCHS": "80"}
+    # the script trains on, unmanaged, while the controller fits its model (tens of seconds on a loaded machine):
+    # 200 epochs (8,800 steps) outlast that; run.sh returns when the script ends
+    env = {**os.environ, "PYTHON": sys.executable, "STEPS": "800", "PROFILE_MODES": "10", "EPOCHS": "200"}
     out = procs.run(["sh", str(EXAMPLE.parent / "run.sh"), lab.address, agent.device_id, "9W", str(sock)], env=env,
                     timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -87,6 +87,7 @@ def test_run_sh_on_a_fresh_lab_fits_from_scratch_and_finishes_with_its_goal_judg
     # profiled online within a quarter of its steps: the default k shrank to 10 modes of 10 + 10 steps
     assert "online profiling: 200 of its own steps (25% of the job)" in final.detail, final.detail
     assert "model fitted from scratch on 10 profiled modes" in final.detail and "train-reference" in final.detail
+    assert "model fitted from scratch on 10 profiled modes" in final.choice_note      # `job show`'s choice line
     (doc,) = lab.do(lambda: store.list_docs("model"))
     assert doc["kind"] == "scratch" and doc["parent_id"] == "" and "calibration" in doc
     assert final.model_id == doc["model_id"]
