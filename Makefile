@@ -11,7 +11,7 @@ PROTO_VENV  := .venv-proto
 PROTO_TOOLS := grpcio-tools==1.62.3
 PROTO_STAMP := $(PROTO_VENV)/.installed
 
-.PHONY: install system-deps demo test test-boards test-slow eval lint fmt proto proto-check bench characterise clean
+.PHONY: install system-deps demo gpu-check test test-boards test-slow eval lint fmt proto proto-check bench characterise clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ system-deps:
 
 demo: $(STAMP)
 	$(VENV)/bin/jetfleet lab demo
+
+# The session's step timing on a real GPU (bench/gpu_check.py, at most ~5 minutes): exits 3, measuring nothing,
+# where there is no CUDA device.
+gpu-check: $(STAMP)
+	$(VENV)/bin/python bench/gpu_check.py
 
 # Tools the project installs (ansible-lint, ansible-playbook, promtool's clients) are found in .venv/bin.
 # pytest-randomly runs the tests in a new random order each time (the seed is printed first and last;

@@ -4,7 +4,7 @@ power budget, the script started as its own process. Prints the job's online-pro
 chosen mode throughout, its observed mean power against the budget, its time per step against the chosen mode's
 bounds, and the verdict. Asserts nothing.
 
-    python bench/own_training.py [--board agx-xavier] [--budget 12] [--modes 50] [--minibatches 4000]
+    python bench/own_training.py [--board agx-xavier] [--budget 12] [--modes K] [--minibatches 4000]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--board", default="agx-xavier")
     ap.add_argument("--budget", type=float, default=12.0)
-    ap.add_argument("--modes", type=int, default=50)
+    ap.add_argument("--modes", type=int, default=0, help="k (default: sized to the job)")
     ap.add_argument("--minibatches", type=int, default=4000)
     ap.add_argument("--reference-epochs", type=int, default=8)
     ap.add_argument("--speed", type=float, default=300.0)
@@ -66,7 +66,8 @@ def main() -> None:
             wall = time.monotonic() - start
         finally:
             lab.close()
-    print(f"{args.board}, budget {args.budget:g} W, k={args.modes}, {args.minibatches} steps: job {final.state} in "
+    k = args.modes or "sized to the job"
+    print(f"{args.board}, budget {args.budget:g} W, k={k}, {args.minibatches} steps: job {final.state} in "
           f"{wall:.0f} wall s")
     m = re.search(r"online profiling: .*?throughout", final.detail)
     print(m.group(0) if m else "online profiling: (no figure: the job did not profile)")

@@ -39,8 +39,8 @@ SMOKE = {
                  ["first 210 in grid order", "complete grid", "factor needed beyond a knob the fit saw move"]),
     "takeover": (["--kills", "1", "--lease-ttl", "1"],
                  ["lease taken by the standby: p50", "ratio", "operator change served again"]),
-    "own_training": (["--modes", "10", "--minibatches", "600", "--reference-epochs", "1"],
-                     ["online profiling: 500 of its own steps", "budget 12 W, k=10"]),
+    "own_training": (["--modes", "10", "--minibatches", "800", "--reference-epochs", "1"],
+                     ["online profiling: 200 of its own steps", "budget 12 W, k=10"]),
     "session": (["--calls", "500", "--repeat", "1"], ["step() with an agent", "limit 50 us, ratio", "% of it"]),
     "launch": (["--runs", "1", "--flood-lines", "2000"], ["launch -> first step", "process group gone", "lines kept"]),
     "scheduler": (["--jobs", "3,30", "--boards", "12", "--queue", "30", "--racks", "2", "--highs-max", "0"],
@@ -71,4 +71,20 @@ def test_the_tx2_converter_runs_on_the_shared_measurements(shared_data, tmp_path
 def test_every_bench_script_is_smoke_tested():
     """A new bench/ script gets its smoke run here (fleet_load.py is bench/fleet.py's load, run by it)."""
     scripts = {p.stem for p in (ROOT / "bench").glob("*.py")} - {"__init__", "fleet_load"}
-    assert scripts == set(SMOKE) | {"convert_tx2"}
+    assert scripts == set(SMOKE) | {"convert_tx2", "gpu_check"}
+
+
+def test_gpu_check_measures_on_cuda_or_says_there_is_none_and_exits_3(tmp_path):
+    """`make gpu-check` (bench/gpu_check.py): on a machine without CUDA it measures nothing, says why and exits 3;
+    with CUDA it prints the session's step times against CUDA events for each workload (tiny sizes here)."""
+    import torch
+
+    out = procs.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--steps", "10", "--warmup", "2",
+                     "--workloads", "digits-mlp,lstm"], timeout=240, cwd=tmp_path)
+    if not torch.cuda.is_available():
+        assert out.returncode == 3, out.stderr[-2000:]
+        assert "gpu-check: no CUDA device here" in out.stderr and "nothing was measured" in out.stderr
+        assert out.stdout == ""
+        return
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "CUDA ev." in out.stdout and "lstm" in out.stdout, out.stdout

@@ -53,7 +53,7 @@ def test_make_demo_story_runs(tmp_path, monkeypatch):
     assert (tmp_path / "demo-pareto.png").stat().st_size > 1000
     assert "agx-xavier-1   asked MODE_15W             confirms 4/1190.4/675.75/1331.2" in r.output
     assert "INVALID_ARGUMENT: cpu_mhz=2200" in r.output and "NOT_FOUND: unknown device 'tx2-9'" in r.output
-    assert r.output.split("== 9.")[1].count("ms/minibatch") == 8 and "4368 measured, 0 failed" in r.output
+    assert r.output.split("== 10.")[1].count("ms/minibatch") == 8 and "4368 measured, 0 failed" in r.output
     story = r.output.split("== 8.")[1].split("== 9.")[0]
     assert re.search(r"profiling [1-9]\d*/50 modes of mobilenet_v3 on agx-xavier-1", story), story
     for stage in ("modelling transferring ref-agx-orin-resnet18",
@@ -61,6 +61,12 @@ def test_make_demo_story_runs(tmp_path, monkeypatch):
                   "fastest under 30 W — done", "predicted all 29232 modes with bounds"):
         assert stage in story, stage
     assert "goal kept." in story and "4000 minibatches in" in story
+    # your own script under 30 W: the example adopted by an attached job, profiled online on its own steps
+    own = r.output.split("== 9.")[1].split("== 10.")[0]
+    assert re.search(r"profiling \d/10 modes of digits-mlp online on its own steps on agx-xavier-1", own), own
+    for stage in ("modelling transferring ref-agx-orin-resnet18", "digits-mlp on agx-xavier-1, fastest under 30 W — done",
+                  "online profiling: 200 of its own steps (25% of the job)", "within the 30 W budget"):
+        assert stage in own, (stage, own)
 
 
 def test_controller_killed_and_restarted_agents_reconnect_and_nothing_acknowledged_is_lost(tmp_path):

@@ -215,13 +215,15 @@ def test_the_session_runs_on_the_boards_pythons_without_torch_or_grpc(agent, soc
         import sys
         sys.path.insert(0, {str(ROOT)!r})
         from jetfleet.session import Session
+        import jetfleet.session.callbacks   # the frameworks' callbacks: importable without them
         with Session("resnet18", path={str(sock)!r}) as s:
             for _ in range(10):
                 s.step()
             s.begin("w")
             s.step(5)
             w = s.end("w")
-        heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "grpc", "numpy", "google"))
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "grpc", "numpy", "google", "transformers",
+                                                                      "lightning", "pytorch_lightning"))
         print(sys.version_info[:2], s.steps, w.energy_j > 0, heavy)
     """)
     out = procs.run([str(found[-1]), "-c", code], timeout=60)

@@ -32,6 +32,11 @@ def data(batch: int, seed: int = 0):
     return loader, x[test], y[test]
 
 
+def mlp() -> nn.Module:
+    """The model: a 64-128-10 MLP."""
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
 def main() -> None:
     """Train, telling the board each step; print each epoch's accuracy and energy."""
     ap = argparse.ArgumentParser()
@@ -46,7 +51,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.manual_seed(0)
     loader, x_test, y_test = data(args.batch)
-    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     example, _ = next(iter(loader))

@@ -89,6 +89,7 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
     base, seen = session.steps, session.steps
     if session.pacing_from_s is not None:   # a report paced on the twin as it is adopted: its time began there
         t0 = min(t0, session.pacing_from_s)
+        meter.extend_back(t0)                 # and its energy: a short command's power is not diluted (or 0 W)
     last_t = t0
     times: list[float] = []
     next_report = t0 + r.progress_interval_s

@@ -51,6 +51,20 @@ class EnergyMeter:
                     self._energy += (s.t_s - self._last_t) * (s.total_w + self._last_w) / 2
                     self._last_t, self._last_w = s.t_s, s.total_w
 
+    def extend_back(self, t_s: float) -> None:
+        """Count from board time ``t_s`` before the start too (a report the board paced as a command adopted a
+        session began there, in the same mode): from the board's trace where it replays one, else at the power
+        read at the start."""
+        with self._lock:
+            if t_s >= self.t0:
+                return
+            if self._replay:
+                samples = self.device.trace(t_s, self.t0, self.interval_s)
+                self._energy += statistics.fmean(s.total_w for s in samples) * (self.t0 - t_s)
+            else:
+                self._energy += self._last_w * (self.t0 - t_s)
+            self.t0 = t_s
+
     def energy_j(self, t_s: float) -> float:
         """Energy (J) from the start to board time ``t_s`` (not before the last call's time)."""
         with self._lock:

@@ -112,7 +112,7 @@ def job_group() -> None:
 @click.option("--epochs", default=0, type=click.IntRange(0), help="... or --epochs x --minibatches-per-epoch")
 @click.option("--minibatches-per-epoch", default=0, type=click.IntRange(0), help="required with --epochs")
 @click.option("--profile-modes", default=0, type=click.IntRange(0), help="modes to profile when there is no model "
-              "(default 50)")
+              "(default 50; an attached job's: sized to its length, docs/jobs.md)")
 @click.option("--strategy", default="", help="which modes: balanced (default), active, random, spread")
 @click.option("--confidence", default=0.0, type=float, help="of the upper bound the choice must keep (default 0.9)")
 @click.option("--max-steps", default=0, type=click.IntRange(0), help="closed-loop steps (default 3)")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import re
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -18,6 +21,8 @@ from jetfleet.shared.errors import JetfleetError
 BOARDS = ["agx-orin", "agx-xavier", "orin-nano"]
 XAVIER_SPEED = 200.0   # the job's board: fast enough for a demo, slow enough for the closed loop to act mid-run
 XAVIER_SEED = 1        # agx-xavier-1: the lab's boards get seeds in the order they are added (BOARDS)
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own-training" / "train.py"   # in a source checkout
+OWN_STEPS = 800        # the shortest attached job (docs/jobs.md): 10 modes profiled online on 200 of its steps
 
 
 def _client_story(address: str, say: Callable[[str], None]) -> None:
@@ -90,23 +95,7 @@ def _job_story(address: str, say: Callable[[str], None], plot: Path) -> None:
             f"clock runs {XAVIER_SPEED:.0f}x faster here)")
         job = c.submit_job("mobilenet_v3", device_id="agx-xavier-1", power_budget_w=30, epochs=4,
                            minibatches_per_epoch=1000)
-        seen: set[str] = set()
-        fifths = [-1]   # the last fifth of the profiled modes narrated
-
-        def narrate(job: Job) -> None:
-            # Profiling progress once per fifth of the modes crossed (a poll may skip a count); other stages once each.
-            m = re.match(r"profiling (\d+)/(\d+) ", job.detail)
-            if job.state == "profiling" and m:
-                fifth = int(m.group(1)) * 5 // max(1, int(m.group(2)))
-                if fifth > fifths[0]:
-                    fifths[0] = fifth
-                    say(f"   {job.detail}")
-            elif job.state not in seen and job.detail:
-                seen.add(job.state)
-                # a detail that starts with its state is not prefixed twice
-                say(f"   {job.detail}" if job.detail.startswith(job.state) else f"   {job.state:<9} {job.detail}")
-
-        job = c.wait_job(job.job_id, on_update=narrate, poll_s=0.2)
+        job = c.wait_job(job.job_id, on_update=_narrator(say), poll_s=0.2)
         model = c.get_model(job.model_id or "")
         say(f"   model {model.model_id}: held-out MAPE (5-fold cross-validation on its 50 modes) time "
             f"{model.metrics['time_cv_mape_pct']:.1f}%, power {model.metrics['power_cv_mape_pct']:.1f}% (its in-sample "
@@ -121,6 +110,59 @@ def _job_story(address: str, say: Callable[[str], None], plot: Path) -> None:
             f"{job.energy_j / 1e3:.1f} kJ, mean {mean_w:.2f} W under a 30 W budget; {len(job.steps)} closed-loop "
             f"step(s); goal {'kept' if job.goal_kept else 'MISSED'}.")
     baseline_story(say, job.minibatches_done, job.elapsed_s, job.energy_j, budget_w=30.0)
+
+
+def _narrator(say: Callable[[str], None]) -> Callable[[Job], None]:
+    """A job's progress told once per fifth of its profiled modes crossed (a poll may skip a count), and each other
+    stage once."""
+    seen: set[str] = set()
+    fifths = [-1]   # the last fifth of the profiled modes narrated
+
+    def narrate(job: Job) -> None:
+        m = re.match(r"profiling (\d+)/(\d+) ", job.detail)
+        if job.state == "profiling" and m:
+            fifth = int(m.group(1)) * 5 // max(1, int(m.group(2)))
+            if fifth > fifths[0]:
+                fifths[0] = fifth
+                say(f"   {job.detail}")
+        elif job.state not in seen and job.detail:
+            seen.add(job.state)
+            # a detail that starts with its state is not prefixed twice
+            say(f"   {job.detail}" if job.detail.startswith(job.state) else f"   {job.state:<9} {job.detail}")
+
+    return narrate
+
+
+def _own_script_story(address: str, say: Callable[[str], None], socket: Path) -> None:
+    from jetfleet.cli.jobs import job_text
+
+    say("\n== 9. Your own script under 30 W: examples/own-training/train.py, a plain PyTorch loop on scikit-learn's "
+        "digits, adopted by a job on the Xavier (examples/own-training/run.sh: jetfleet job submit --attach digits-mlp "
+        f"--device agx-xavier-1 --power-budget 30W --minibatches {OWN_STEPS}, then the script on the board's session "
+        "socket). No model of it exists: the job profiles modes online on the script's own steps (a quarter of them), "
+        "transfers the reference, and runs the rest under the budget")
+    if not EXAMPLE.exists():
+        say(f"   skipped: {EXAMPLE} is not in this installation (a source checkout has it)")
+        return
+    if importlib.util.find_spec("sklearn") is None:
+        say("   skipped: the example's dataset ships with scikit-learn, which is not installed (the dev extra)")
+        return
+    with OperatorClient(address, timeout_s=600) as c:
+        job = c.submit_job("digits-mlp", device_id="agx-xavier-1", power_budget_w=30, minibatches=OWN_STEPS,
+                           attach=True, attach_timeout_s=120)
+        # the script trains on past the job (its steps between the job's commands are its own) and is ended after it
+        proc = subprocess.Popen([sys.executable, str(EXAMPLE), "--epochs", "1000", "--socket", str(socket)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            job = c.wait_job(job.job_id, on_update=_narrator(say), poll_s=0.2)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    say("   " + job_text(job.to_dict()).replace("\n", "\n   "))
 
 
 def baseline_story(say: Callable[[str], None], minibatches: int, elapsed_s: float, energy_j: float, *,
@@ -157,7 +199,7 @@ def baseline_story(say: Callable[[str], None], minibatches: int, elapsed_s: floa
 def _twin_story(say: Callable[[str], None]) -> None:
     from jetfleet.lab.presets import inversions, preset_costs
 
-    say("\n== 9. What a training minibatch costs in NVIDIA's presets (jetfleet twin measure), AGX Orin")
+    say("\n== 10. What a training minibatch costs in NVIDIA's presets (jetfleet twin measure), AGX Orin")
     for w in ("resnet18", "mobilenet_v3"):
         costs = preset_costs("agx-orin", w, ["MAXN", "MODE_50W", "MODE_30W", "MODE_15W"])
         for c in costs:
@@ -171,7 +213,8 @@ async def run_demo(say: Callable[[str], None] = print) -> None:
     """Narrate the demo on a lab of three emulated boards through ``say``; writes demo-pareto.png in the working directory."""
     with tempfile.TemporaryDirectory(prefix="jetfleet-demo-") as data_dir:
         say("== 1. A lab: controller (embedded SQLite store) + emulated agx-orin, agx-xavier, orin-nano agents")
-        lab = Lab(ControllerConfig(listen="127.0.0.1:0", store=data_dir, heartbeat_interval_s=0.5), [])
+        lab = Lab(ControllerConfig(listen="127.0.0.1:0", store=data_dir, heartbeat_interval_s=0.5), [],
+                  session_dir=str(Path(data_dir) / "sessions"))
         await lab.start()
         for model in BOARDS:
             lab.add_agent(model, speed=XAVIER_SPEED if model == "agx-xavier" else None)
@@ -182,6 +225,8 @@ async def run_demo(say: Callable[[str], None] = print) -> None:
             await asyncio.to_thread(_client_story, lab.address, say)
             await asyncio.to_thread(_campaign_story, lab.address, say)
             await asyncio.to_thread(_job_story, lab.address, say, Path("demo-pareto.png").resolve())
+            await asyncio.to_thread(_own_script_story, lab.address, say,
+                                    Path(data_dir) / "sessions" / "agx-xavier-1.sock")
         finally:
             await lab.stop()
     _twin_story(say)

@@ -58,6 +58,7 @@ class JobRunner:
         self.tracker = Tracker(rec.options.window_s, rec.segments)
         self.training: TrainingRun | None = None
         self._fleet_board = rec.device_id if rec.goal == "fleet" else ""   # where the queue placed it
+        self.scratch_note = ""      # its model was fitted from scratch: what that means (``ModelRepo.scratch_note``)
 
     # --- state -------------------------------------------------------------------------------------
     async def save(self) -> None:
@@ -186,12 +187,13 @@ class JobRunner:
                 feedback.rule_out(index[s.from_mode])
         self.loop = ClosedLoop(self.goal, feedback, index, max_steps=rec.options.max_steps,
                                steps_used=sum(s.kind != "undo" for s in rec.steps))
+        self.scratch_note = ctx.models.repo.scratch_note(doc)
         if rec.choice is not None:
             return
         c = self.goal.choose(pred, rec.minibatches)
         rec.choice = ChoiceRecord(str(c.mode), c.goal, c.time_ms, c.time_hi_ms, c.power_w, c.power_hi_w, c.power_lo_w,
                                   c.at_risk, pred.confidence, time_lo_ms=c.time_lo_ms, covered=c.covered,
-                                  note=c.coverage_note)
+                                  note="; ".join(n for n in (c.coverage_note, self.scratch_note) if n))
         rec.mode = str(c.mode)
         await self.save()
 
@@ -321,15 +323,20 @@ class JobRunner:
         return (f"{rec.minibatches_done} minibatches in {rec.elapsed_s:.0f} board s, {rec.energy_j / 1e3:.1f} kJ, "
                 f"mean {mean_w:.2f} W; modes: {modes}; {len(rec.steps)} step(s)"
                 + (f" ({undone} undone)" if undone else "") + f"; {boards}" + confirming + self._online_cost()
+                + (f"; {self.scratch_note}" if self.scratch_note else "")
                 + stream_.latency_summary(rec.options, rec.run))
 
     def _online_cost(self) -> str:
-        """An attached job's online profiling against running its chosen mode throughout ('' for other jobs)."""
+        """An attached job's online profiling against running its chosen mode throughout ('' for other jobs): the
+        extra board seconds its profiled steps took, and what they added to the whole job."""
         rec = self.rec
         if not rec.profiled_steps or rec.choice is None:
             return ""
-        chosen_s = rec.profiled_steps * rec.choice.time_ms / 1e3
+        step_s = rec.choice.time_ms / 1e3
+        chosen_s = rec.profiled_steps * step_s
+        job_s = rec.minibatches_done * step_s
         extra = rec.profiled_s - chosen_s
-        return (f"; online profiling: {rec.profiled_steps} of its own steps in {rec.profiled_s:.1f} board s, "
-                f"{extra:+.1f} s ({100 * extra / chosen_s:+.0f}%) against {chosen_s:.1f} s predicted in the chosen "
-                "mode throughout")
+        return (f"; online profiling: {rec.profiled_steps} of its own steps ({rec.profiled_steps / rec.minibatches:.0%}"
+                f" of the job) in {rec.profiled_s:.1f} board s, {extra:+.1f} s against {chosen_s:.1f} s predicted "
+                f"for them in the chosen mode: {100 * extra / job_s:+.0f}% on the job's {job_s:.1f} s predicted in the "
+                "chosen mode throughout")

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.jobs import inference as stream_
+from jetfleet.controller.jobs import online
 from jetfleet.controller.jobs.context import JobsConfig
 from jetfleet.controller.jobs.goals import Deadline, Goal, LeastEnergy, PowerBudget
 from jetfleet.controller.jobs.launch import check_template
 from jetfleet.controller.jobs.models import JOB_STRATEGIES
-from jetfleet.controller.jobs.online import WARMUP_STEPS
 from jetfleet.controller.powertrain.cache import PredictionCache
 from jetfleet.controller.powertrain.confirm import DEFAULT_PROFILES, MAX_PROFILES
 from jetfleet.controller.powertrain.optimize import check_goal
@@ -26,7 +26,6 @@ from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import Registry
 from jetfleet.controller.store import JobRecord
 from jetfleet.controller.store.job_record import JobOptions
-from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 from jetfleet.shared.proto import operator_pb2
@@ -96,7 +95,7 @@ class JobChecks:
                       Deadline(req.deadline_s, minibatches) if kind == "deadline" else LeastEnergy())
         stream = stream_.check_stream(req) if stream_.has_stream(req) else None
         opts.confirm_profiles = confirm_profiles(req, kind, stream is not None, attach)
-        await asyncio.to_thread(self._feasible, model, req.workload, goal, minibatches, opts)
+        await asyncio.to_thread(self._feasible, model, req.workload, goal, minibatches, opts, req.profile_modes)
         if stream is not None:   # the last check: it measures on a board unless this model's latencies are known
             fastest = await stream_.check_against_board(self.registry, self.router, stream, req.device_id, model,
                                                          self.inference_latency)
@@ -136,23 +135,24 @@ class JobChecks:
         return JobRecord(req.request_id or uuid.uuid4().hex[:12], req.workload, "", "", "fleet", 0.0,
                          req.deadline_s, minibatches, self.wall(), opts)
 
-    def _feasible(self, model: str, workload: str, goal: Goal, minibatches: int, opts: JobOptions) -> None:
-        """With a model already there, refuse a goal no mode can meet now; without one, refuse unless there is a
-        reference to transfer from and enough modes to profile (blocking: it may predict a catalog)."""
+    def _feasible(self, model: str, workload: str, goal: Goal, minibatches: int, opts: JobOptions,
+                  asked_modes: int) -> None:
+        """With a model already there, refuse a goal no mode can meet now; without one, refuse unless there are
+        enough modes to profile and, for a built-in workload, a reference to transfer from (an attached job fits
+        from scratch without one: ``online.py``), and size an attached job's online profiling to its length
+        (blocking: it may predict a catalog)."""
         repo = self.models.repo
         doc = repo.find(model, workload)
         catalog = self.campaigns.catalog_for("", model)
         if doc is None:
-            repo.best_reference(model, workload)
+            if opts.attach:
+                p = online.plan(minibatches, asked_modes, opts.profile_modes)
+                opts.profile_modes, opts.profile_steps = p.modes, p.timed_steps
+            else:
+                repo.best_reference(model, workload)
             if opts.profile_modes > catalog.size:
                 raise InvalidArgument(f"profile_modes={opts.profile_modes}: {model} has {catalog.size} modes",
                                       field="profile_modes")
-            need = opts.profile_modes * (WARMUP_STEPS + defaults.MINIBATCHES)
-            if opts.attach and minibatches <= need:
-                raise InvalidArgument(f"an attached job without a model profiles {opts.profile_modes} modes on its own "
-                                      f"steps ({WARMUP_STEPS} + {defaults.MINIBATCHES} each): {need} steps, as many as "
-                                      f"its length of {minibatches} or more; give a longer job or fewer --profile-modes",
-                                      field="minibatches")
             return
         goal.choose(self.cache.get(doc, catalog, opts.confidence), minibatches)
 

@@ -166,16 +166,36 @@ class ModelRepo:
                 and d["workload"] == workload and "calibration" in d]
         return docs[-1] if docs else None
 
-    def best_reference(self, board_model: str, workload: str) -> dict[str, Any]:
+    def reference_for(self, board_model: str, workload: str) -> dict[str, Any] | None:
         """The reference to transfer from: the newest one trained on the same board model (its power
-        behaviour is the board's), else on the same workload, else any; NotFound when there is none."""
+        behaviour is the board's), else on the same workload, else any; None when there is none."""
         refs = [d for d in self.store.list_docs("model") if d["kind"] == "reference"]
         for pick in (lambda d: d["board_model"] == board_model, lambda d: d["workload"] == workload, lambda d: True):
             matches = [d for d in refs if pick(d)]
             if matches:
                 return matches[-1]
+        return None
+
+    def best_reference(self, board_model: str, workload: str) -> dict[str, Any]:
+        """``reference_for``, or NotFound when there is none."""
+        ref = self.reference_for(board_model, workload)
+        if ref is not None:
+            return ref
         raise NotFound("no reference model to transfer from; profile one workload fully and run `jetfleet model "
                        "train-reference` (README: Transfer, optimise, apply)", field="model_id")
+
+    @staticmethod
+    def scratch_note(doc: dict[str, Any]) -> str:
+        """For a model fitted from scratch (there was no reference to transfer from): what it rests on, its held-out
+        error, and how to make a choice on it surer; '' for any other model."""
+        if doc.get("kind") != "scratch":
+            return ""
+        m = doc["metrics"]
+        return (f"model fitted from scratch on {len(doc['training_modes'])} profiled modes (no reference to transfer "
+                f"from; 5-fold held-out error: time {m['time_cv_mape_pct']:.1f} %, power {m['power_cv_mape_pct']:.1f} "
+                "%): the choice is less certain than a transferred model's; profile more modes (--profile-modes, "
+                "a longer job), or profile one workload fully and run `jetfleet model train-reference` so that "
+                "later jobs transfer from it")
 
     @staticmethod
     def nets(doc: dict[str, Any]) -> tuple[Net, Net]:

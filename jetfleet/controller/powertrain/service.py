@@ -123,31 +123,40 @@ class ModelService:
         return (["transfer: time"] * calibrated_passes(1) + ["transfer: power"] * calibrated_passes(1)
                 + (["baseline"] * calibrated_passes(2) if baseline else []))
 
-    def transfer_doc(self, reference: dict[str, Any], board_model: str, workload: str, campaign_id: str = "", *,
-                     baseline: bool = True, progress: EpochReporter | None = None) -> dict[str, Any]:
+    def transfer_doc(self, reference: dict[str, Any] | None, board_model: str, workload: str, campaign_id: str = "",
+                     *, baseline: bool = True, progress: EpochReporter | None = None) -> dict[str, Any]:
         """Transfer ``reference`` to the target's profiled modes with 5-fold calibration, fit the from-scratch
         baseline the same way beside it (unless ``baseline`` is False), and store the model (blocking).
+        With no reference (None: a lab that has none yet) the stored model is that baseline itself, of kind
+        ``scratch``: the same networks fitted on the profiled modes alone, calibrated the same way.
         ``progress`` hears of every epoch of the ``transfer_phases`` and may stop it before anything is stored."""
         modes, t, p, coverage = self.repo.profiles_covered(board_model, workload, campaign_id,
                                                            self._known_catalog(board_model))
-        if self.repo.coverage(reference).partial:
+        if reference is not None and self.repo.coverage(reference).partial:
             coverage = replace(coverage, partial_reference=reference["model_id"])
         x = np.array([m.as_tuple() for m in modes], float)
         P = torch_nn()  # noqa: N806
         start = time.perf_counter()
-        ref_time, ref_power = self.repo.nets(reference)
-        ct, cp = (fit_calibrated_many(ref, [(x, y)], on_epoch=progress)[0] for ref, y in ((ref_time, t), (ref_power, p)))
+        if reference is None:
+            ct, cp = fit_calibrated_many(None, [(x, t), (x, p)], on_epoch=progress)
+        else:
+            ref_time, ref_power = self.repo.nets(reference)
+            ct, cp = (fit_calibrated_many(ref, [(x, y)], on_epoch=progress)[0]
+                      for ref, y in ((ref_time, t), (ref_power, p)))
         fit_s = time.perf_counter() - start
-        self.metrics.model_seconds.labels("transfer").observe(fit_s)
+        self.metrics.model_seconds.labels("transfer" if reference is not None else "scratch").observe(fit_s)
         metrics = {"time_cv_mape_pct": ct.cv_mape, "power_cv_mape_pct": cp.cv_mape,
                    "time_fit_mape_pct": ct.fit_mape, "power_fit_mape_pct": cp.fit_mape,
                    "folds": float(DEFAULT_FOLDS), "fit_s": fit_s}
-        if baseline:
+        if baseline and reference is not None:
             st, sp = fit_calibrated_many(None, [(x, t), (x, p)], on_epoch=progress)
             metrics.update({"scratch_time_cv_mape_pct": st.cv_mape, "scratch_power_cv_mape_pct": sp.cv_mape,
                             "scratch_time_fit_mape_pct": st.fit_mape, "scratch_power_fit_mape_pct": sp.fit_mape})
         if progress is not None:
             progress.check()
+        if reference is None:
+            return self.repo.save("scratch", board_model, workload, "", modes, ct.net, cp.net, metrics,
+                                  P.NO_DROPOUT, (ct.calibration, cp.calibration), coverage)
         return self.repo.save("transfer", board_model, workload, reference["model_id"], modes, ct.net, cp.net, metrics,
                               tuple(reference.get("dropout", P.PUBLISHED_DROPOUT)), (ct.calibration, cp.calibration),
                               coverage)

@@ -48,6 +48,7 @@ class JobOptions:
     attach_timeout_s: float = 0.0  # for its process to join and to step (0: the agent's 60 s)
     template: str = ""             # issue 25: the agent's job template it launches (attach is then True)
     template_args: dict[str, str] = field(default_factory=dict)   # its --arg values
+    profile_steps: int = 0         # an attached job's timed steps per mode profiled online (0: defaults.MINIBATCHES)
 
 
 @dataclass
