@@ -4,8 +4,8 @@ last batches are kept before it goes offline."""
 
 import asyncio
 import math
-from dataclasses import replace
 from array import array
+from dataclasses import replace
 
 import pytest
 
