@@ -7,7 +7,9 @@ on a board is deterministic, so a command resent after a reconnect is answered b
 the run it already did (or is doing) instead of measuring again.
 
 Pipelined: a campaign keeps up to PIPELINE_DEPTH modes on a board (the agent runs them one at a time, in
-order), so the board starts the next mode while the controller stores the last one. It holds the board's
+order), so the board starts the next mode while the controller stores the last one. Results that arrive
+while the last ones are stored are checked and stored in one hop to a worker thread (``batch.py``), each in
+its own write. It holds the board's
 lease while any of its modes is there, and sends no further mode to a board someone queues for, so a waiting
 job gets the board as soon as the modes on it end. Cancelling a campaign cancels every mode on its boards,
 the waiting ones too (they never start).
@@ -29,6 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from jetfleet.controller.campaigns.batch import SharedHops
 from jetfleet.controller.campaigns.modes import MAX_MODES, resolve_modes  # noqa: F401 - MAX_MODES: its home was here
 from jetfleet.controller.campaigns.results import (
     BadResult,
@@ -85,6 +88,7 @@ class CampaignManager:
         self.retry = StoreRetry(sleep=sleep, on_retry=metrics.store_retries.inc)
         self._store_backoff = StoreBackoff()
         self._store_down = False
+        self.hops = SharedHops()   # results checked and stored: the ones that arrive together in one hop
         self._ended: dict[str, int] = {}   # running campaigns: modes ended when the progress gauge was last set
 
     async def start(self) -> None:
@@ -117,6 +121,7 @@ class CampaignManager:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.hops.close()
 
     # --- creating ---------------------------------------------------------------------------------
     def catalog_for(self, device_id: str, board_model: str) -> Catalog:
@@ -238,20 +243,23 @@ class CampaignManager:
             lease = self._lease(run)
             for live in online:
                 device = live.record.device_id
-                holder, sent = self.leases.holder(device), len(run.on_board.get(device, ()))
                 if self.leases.queued(device):
                     continue   # promised to whoever queues for it: not even one more mode of ours
-                if holder is not None and (holder != lease or sent >= PIPELINE_DEPTH):
-                    continue   # held by other work, or our modes fill it
-                mode = run.take(lambda m, live=live: self._holds(run, live, m))  # type: ignore[misc]
-                if mode is None:
-                    continue
-                taken = self.leases.try_take(device, lease)
-                assert taken, "a free board with an empty queue is taken (or it is ours already)"
-                dispatched = True
-                run.in_flight[mode] = device
-                run.on_board.setdefault(device, set()).add(mode)
-                run.spawn(self._dispatch(run, device, mode))
+                holder = self.leases.holder(device)
+                if holder is not None and holder != lease:
+                    continue   # held by other work
+                # Fill the board's pipeline now (one mode per wake-up kept a second mode there only after the
+                # last one was stored); the agent runs them in the order they are sent.
+                while len(run.on_board.get(device, ())) < PIPELINE_DEPTH:
+                    mode = run.take(lambda m, live=live: self._holds(run, live, m))  # type: ignore[misc]
+                    if mode is None:
+                        break
+                    taken = self.leases.try_take(device, lease)
+                    assert taken, "a free board with an empty queue is taken (or it is ours already)"
+                    dispatched = True
+                    run.in_flight[mode] = device
+                    run.on_board.setdefault(device, set()).add(mode)
+                    run.spawn(self._dispatch(run, device, mode))
             if online and not dispatched and not run.in_flight and run.queue:
                 await self._fail_unrunnable(run, online)
             run.wake.clear()
@@ -312,10 +320,11 @@ class CampaignManager:
             # The next mode is on the board already (PIPELINE_DEPTH) or is sent now, while this one is stored.
             self._release(device, run, mode)
             run.wake.set()
-            # One thread hop, off the event loop: check (a long window holds tens of thousands of samples),
-            # summarise, and store with the mode's state and the command's log entry in one durable write.
+            # Off the event loop, in a hop shared with the results that arrived beside it: check (a long window holds
+            # tens of thousands of samples), summarise, and store with the mode's state and the command's log entry
+            # in one durable write.
             stored = await self.retry.run(self._store_result, run, device, live.catalog, mode, cmd, created_s, result,
-                                          what=f"result of {mode} on {device}")
+                                          what=f"result of {mode} on {device}", via=self.hops.run)
             run.set_status(mode, "done")
             state.device_id, state.error = device, ""
             # the board's time on this mode: from its dispatch, or from the answer before it when it waited there
