@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 
 from jetfleet.client import OperatorClient
+from jetfleet.controller.campaigns import manager
 
 from .harness import LabThread, wait_until
 from .test_campaigns import SLOW, exactly_once, wait_done
@@ -28,7 +29,10 @@ def _executor(lab: LabThread):   # type: ignore[no-untyped-def]
     return lab.lab.agents[0].link.executor
 
 
-def test_the_next_mode_waits_on_the_board_while_the_last_is_stored_and_each_is_stored_once(store_spec):
+def test_the_next_mode_waits_on_the_board_while_the_last_is_stored_and_each_is_stored_once(store_spec, monkeypatch):
+    # no periodic wake-up of the driver: the board's pipeline is filled when a mode is handed out or answered, not
+    # by the tick (a driver that sent one mode per wake-up had the second there only after the last was stored)
+    monkeypatch.setattr(manager, "TICK_S", 3600.0)
     lab = _lab(store_spec)
     store = lab.lab.controller.store
     gate, storing = threading.Event(), threading.Event()

@@ -46,15 +46,12 @@ class StoreRetry:
         self.on_retry = on_retry
         self.retries = 0
 
-    async def run(self, fn: Callable[..., T], *args: Any, what: str = "store write",
-                  via: Callable[..., Awaitable[T]] | None = None) -> T:
-        """``fn(*args)`` in a worker thread (through ``via`` if given, e.g. a hop shared with other calls), again
-        after a backoff delay for as long as the store is unavailable."""
+    async def run(self, fn: Callable[..., T], *args: Any, what: str = "store write") -> T:
+        """``fn(*args)`` in a worker thread, again after a backoff delay for as long as the store is unavailable."""
         backoff = StoreBackoff(base_s=self.base_s, max_s=self.max_s, rng=self.rng)
-        hop = via or asyncio.to_thread
         while True:
             try:
-                result = await hop(fn, *args)
+                result = await asyncio.to_thread(fn, *args)
             except StoreUnavailable as e:
                 if backoff.failures == 0:
                     log.warning("%s: %s; keeping it and retrying with backoff", what, e.message)

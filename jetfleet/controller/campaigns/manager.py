@@ -7,9 +7,7 @@ on a board is deterministic, so a command resent after a reconnect is answered b
 the run it already did (or is doing) instead of measuring again.
 
 Pipelined: a campaign keeps up to PIPELINE_DEPTH modes on a board (the agent runs them one at a time, in
-order), so the board starts the next mode while the controller stores the last one. Results that arrive
-while the last ones are stored are checked and stored in one hop to a worker thread (``batch.py``), each in
-its own write. It holds the board's
+order), so the board starts the next mode while the controller stores the last one. It holds the board's
 lease while any of its modes is there, and sends no further mode to a board someone queues for, so a waiting
 job gets the board as soon as the modes on it end. Cancelling a campaign cancels every mode on its boards,
 the waiting ones too (they never start).
@@ -31,7 +29,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from jetfleet.controller.campaigns.batch import SharedHops
 from jetfleet.controller.campaigns.modes import MAX_MODES, resolve_modes  # noqa: F401 - MAX_MODES: its home was here
 from jetfleet.controller.campaigns.results import (
     BadResult,
@@ -88,7 +85,6 @@ class CampaignManager:
         self.retry = StoreRetry(sleep=sleep, on_retry=metrics.store_retries.inc)
         self._store_backoff = StoreBackoff()
         self._store_down = False
-        self.hops = SharedHops()   # results checked and stored: the ones that arrive together in one hop
         self._ended: dict[str, int] = {}   # running campaigns: modes ended when the progress gauge was last set
 
     async def start(self) -> None:
@@ -121,7 +117,6 @@ class CampaignManager:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.hops.close()
 
     # --- creating ---------------------------------------------------------------------------------
     def catalog_for(self, device_id: str, board_model: str) -> Catalog:
@@ -320,11 +315,10 @@ class CampaignManager:
             # The next mode is on the board already (PIPELINE_DEPTH) or is sent now, while this one is stored.
             self._release(device, run, mode)
             run.wake.set()
-            # Off the event loop, in a hop shared with the results that arrived beside it: check (a long window holds
-            # tens of thousands of samples), summarise, and store with the mode's state and the command's log entry
-            # in one durable write.
+            # One thread hop, off the event loop: check (a long window holds tens of thousands of samples),
+            # summarise, and store with the mode's state and the command's log entry in one durable write.
             stored = await self.retry.run(self._store_result, run, device, live.catalog, mode, cmd, created_s, result,
-                                          what=f"result of {mode} on {device}", via=self.hops.run)
+                                          what=f"result of {mode} on {device}")
             run.set_status(mode, "done")
             state.device_id, state.error = device, ""
             # the board's time on this mode: from its dispatch, or from the answer before it when it waited there
