@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from jetfleet.shared.catalog import PowerMode
 from jetfleet.shared.convert import mode_from_pb
 from jetfleet.shared.proto import common_pb2, operator_pb2
+
+V = TypeVar("V")
 
 
 def speed_text(speed: float, emulated: bool) -> str:
@@ -21,6 +23,12 @@ def speed_text(speed: float, emulated: bool) -> str:
     if math.isinf(speed):
         return "instant"
     return "1x (real time)" if speed == 1 else f"{speed:g}x"
+
+
+def _plain(m: Mapping[str, V]) -> dict[str, V]:
+    """A protobuf map as a dict: the map's own iterator and lookups (``dict(m)`` went through the Python-level
+    ``Mapping.keys`` view, a third of `devices ls`' conversion over 1,000 boards)."""
+    return {k: m[k] for k in m}
 
 
 @dataclass(frozen=True)
@@ -42,8 +50,8 @@ class TelemetrySample:
     @classmethod
     def from_pb(cls, s: common_pb2.TelemetrySample) -> TelemetrySample:
         """From the wire message."""
-        return cls(s.t_s, s.total_w, dict(s.rails_w), s.cpu_mhz, s.gpu_mhz, s.mem_mhz, s.cores_online,
-                   dict(s.temps_c), s.cpu_util, s.gpu_util)
+        return cls(s.t_s, s.total_w, _plain(s.rails_w), s.cpu_mhz, s.gpu_mhz, s.mem_mhz, s.cores_online,
+                   _plain(s.temps_c), s.cpu_util, s.gpu_util)
 
     def to_dict(self) -> dict[str, Any]:
         """As `telemetry watch --output json` prints it (one object per line)."""
@@ -103,9 +111,9 @@ class Device:
         """From the wire message."""
         return cls(d.device_id, d.model, d.online, mode_from_pb(d.current_mode) if d.HasField("current_mode") else None,
                    d.current_mode_name or None, d.serial, d.emulated, d.speed if d.emulated else 1.0, d.last_seen_s,
-                   d.first_seen_s, dict(d.software), list(d.workloads), dict(d.broken_workloads), d.metrics_address,
+                   d.first_seen_s, _plain(d.software), list(d.workloads), _plain(d.broken_workloads), d.metrics_address,
                    TelemetrySample.from_pb(d.last_telemetry) if d.HasField("last_telemetry") else None,
-                   CatalogSummary.from_pb(d.catalog) if d.HasField("catalog") else None, dict(d.labels), d.held_by,
+                   CatalogSummary.from_pb(d.catalog) if d.HasField("catalog") else None, _plain(d.labels), d.held_by,
                    d.busy_command, {t.name: list(t.args) for t in d.templates})
 
     @property

@@ -9,8 +9,9 @@ by a campaign that takes the board back after each of its modes. The table lives
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from jetfleet.shared.errors import FailedPrecondition
 
@@ -41,6 +42,10 @@ class BoardLeases:
     def holder(self, device_id: str) -> Holder | None:
         """Who holds the board now, or None when it is free."""
         return self._held.get(device_id)
+
+    def holders(self) -> Mapping[str, Holder]:
+        """Every held board's holder, as held (not copied: `devices ls` reads it once a call). Read only."""
+        return MappingProxyType(self._held)
 
     def held(self, kind: str | None = None) -> dict[str, Holder]:
         """Every held board (of ``kind``) and its holder."""

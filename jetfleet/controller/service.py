@@ -16,6 +16,7 @@ from jetfleet.controller.fleet.caps import FleetCaps
 from jetfleet.controller.fleet.queue import FleetQueue
 from jetfleet.controller.jobs import JobManager
 from jetfleet.controller.leases import BoardLeases, Holder
+from jetfleet.controller.listing import DeviceViews
 from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import LiveDevice, Registry
 from jetfleet.controller.roofline import RooflineService
@@ -23,7 +24,7 @@ from jetfleet.controller.store import ProfileRecord
 from jetfleet.controller.telemetry import TelemetryHub
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.catalog import Catalog, builtin_catalogs
-from jetfleet.shared.convert import catalog_to_pb, mode_from_pb, mode_to_pb
+from jetfleet.shared.convert import mode_from_pb, mode_to_pb
 from jetfleet.shared.errors import DeadlineExceeded, InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from jetfleet.shared.proto import agent_pb2, common_pb2, operator_pb2
 from jetfleet.shared.workloads import WORKLOADS
@@ -44,60 +45,15 @@ class OperatorService:
         self.fleet, self.fleet_queue = fleet, fleet_queue   # caps and labels, and the fleet jobs' queue (issue 17)
         self.rooflines = RooflineService(registry, router, campaigns, leases)
         self.max_message_bytes = max_message_bytes
-        # a board's current mode as the Device message shows it, by (catalog, mode text): `devices ls` over 1,000
-        # boards parsed every board's mode on every call (a fifth of a controller under load); catalogs are kept
-        # in the key's value, so an id is never reused while its entry lives
-        self._shown_modes: dict[tuple[int, str], tuple[Catalog, common_pb2.PowerMode, str]] = {}
+        self.views = DeviceViews(registry, telemetry, fleet, leases)
 
     def device_pb(self, d: LiveDevice, *, with_catalog: bool = False) -> operator_pb2.Device:
         """A board as the operator API's Device: record, online state, mode, last sample (catalog if asked)."""
-        msg = operator_pb2.Device()
-        self._fill_device(msg, d)
-        if with_catalog:
-            msg.catalog.CopyFrom(catalog_to_pb(d.catalog))
-        return msg
-
-    def _fill_device(self, msg: operator_pb2.Device, d: LiveDevice) -> None:
-        rec = d.record
-        msg.device_id, msg.model, msg.serial, msg.online = rec.device_id, rec.model, rec.serial, d.online
-        msg.last_seen_s = self.registry.wall() if d.online else rec.last_seen_s
-        msg.software.update(rec.software)
-        msg.emulated, msg.first_seen_s = rec.emulated, rec.first_seen_s
-        msg.metrics_address = d.metrics_address if d.online else ""
-        msg.workloads.extend(d.workloads)
-        msg.broken_workloads.update(d.broken_workloads)
-        msg.templates.extend(common_pb2.TemplateInfo(name=k, args=v) for k, v in sorted(d.templates.items()))
-        msg.speed = d.speed
-        if rec.current_mode:
-            mode, name = self._shown_mode(d.catalog, rec.current_mode)
-            msg.current_mode.CopyFrom(mode)
-            msg.current_mode_name = name
-        last = self.telemetry.last(rec.device_id)
-        if last is not None:
-            msg.last_telemetry.CopyFrom(last)
-        msg.labels.update(self.fleet.labels(rec.device_id))
-        holder = self.leases.holder(rec.device_id)
-        msg.held_by = str(holder) if holder is not None else ""
-        msg.busy_command = d.busy if d.online else ""
-
-    def _shown_mode(self, catalog: Catalog, text: str) -> tuple[common_pb2.PowerMode, str]:
-        """A board's current mode (as its record keeps it) parsed once per (catalog, text): the message and the
-        preset's name ('' for none)."""
-        key = (id(catalog), text)
-        hit = self._shown_modes.get(key)
-        if hit is None or hit[0] is not catalog:
-            mode = catalog.parse_mode(text)
-            if len(self._shown_modes) >= 4096:   # bounded: many catalogs times many modes start again
-                self._shown_modes.clear()
-            hit = self._shown_modes[key] = (catalog, mode_to_pb(mode), catalog.preset_name(mode) or "")
-        return hit[1], hit[2]
+        return self.views.device_pb(d, with_catalog=with_catalog)
 
     def list_devices(self, model: str = "") -> operator_pb2.ListDevicesResponse:
-        """Every known board (of ``model`` if given) as Device messages, built in place in the response."""
-        out = operator_pb2.ListDevicesResponse()
-        for d in self.registry.list(model):
-            self._fill_device(out.devices.add(), d)
-        return out
+        """Every known board (of ``model`` if given) as Device messages (each board's kept bytes: listing.py)."""
+        return self.views.list_devices(model)
 
     def get_device(self, device_id: str) -> operator_pb2.Device:
         """One board with its catalog; NotFound if it is unknown."""

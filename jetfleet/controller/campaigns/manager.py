@@ -238,20 +238,23 @@ class CampaignManager:
             lease = self._lease(run)
             for live in online:
                 device = live.record.device_id
-                holder, sent = self.leases.holder(device), len(run.on_board.get(device, ()))
                 if self.leases.queued(device):
                     continue   # promised to whoever queues for it: not even one more mode of ours
-                if holder is not None and (holder != lease or sent >= PIPELINE_DEPTH):
-                    continue   # held by other work, or our modes fill it
-                mode = run.take(lambda m, live=live: self._holds(run, live, m))  # type: ignore[misc]
-                if mode is None:
-                    continue
-                taken = self.leases.try_take(device, lease)
-                assert taken, "a free board with an empty queue is taken (or it is ours already)"
-                dispatched = True
-                run.in_flight[mode] = device
-                run.on_board.setdefault(device, set()).add(mode)
-                run.spawn(self._dispatch(run, device, mode))
+                holder = self.leases.holder(device)
+                if holder is not None and holder != lease:
+                    continue   # held by other work
+                # Fill the board's pipeline now (one mode per wake-up kept a second mode there only after the
+                # last one was stored); the agent runs them in the order they are sent.
+                while len(run.on_board.get(device, ())) < PIPELINE_DEPTH:
+                    mode = run.take(lambda m, live=live: self._holds(run, live, m))  # type: ignore[misc]
+                    if mode is None:
+                        break
+                    taken = self.leases.try_take(device, lease)
+                    assert taken, "a free board with an empty queue is taken (or it is ours already)"
+                    dispatched = True
+                    run.in_flight[mode] = device
+                    run.on_board.setdefault(device, set()).add(mode)
+                    run.spawn(self._dispatch(run, device, mode))
             if online and not dispatched and not run.in_flight and run.queue:
                 await self._fail_unrunnable(run, online)
             run.wake.clear()

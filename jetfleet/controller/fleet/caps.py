@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily
@@ -79,6 +80,11 @@ class FleetCaps:
     def labels(self, device_id: str) -> dict[str, str]:
         """A board's labels (none when it has none)."""
         return dict(self._labels.get(device_id, {}))
+
+    def all_labels(self) -> Mapping[str, Mapping[str, str]]:
+        """Every labelled board's labels as held (not copied: `devices ls` reads 1,000 a call). A change replaces
+        a board's mapping, never edits it, so a caller may keep one to see whether it changed. Read only."""
+        return MappingProxyType(self._labels)
 
     def set_labels(self, device_id: str, changes: dict[str, str]) -> dict[str, str]:
         """Add or replace labels (an empty value removes one); every key and value checked before any is kept."""
