@@ -73,7 +73,7 @@ def test_a_template_job_is_launched_profiled_online_trained_and_done_when_its_pr
     assert launched.returncode == 0 and launched.trained == 800               # it was asked to stop, and did
     assert final.template == "digits-mlp"
     assert "the agent asked to stop: the job has trained its length" in final.output_tail, final.output_tail
-    assert "online profiling: 500 of its own steps" in final.detail, final.detail
+    assert "online profiling: 200 of its own steps" in final.detail, final.detail   # 10 modes x (10 + 10): online.plan
     assert lab.lab.controller.leases.holder(agent.device_id) is None
     text = CliRunner().invoke(cli, ["job", "show", job.job_id, "--controller", lab.address]).output
     assert "output of the launched 'digits-mlp' (last " in text and "| the agent asked to stop" in text, text
