@@ -56,6 +56,7 @@ class Role:
             await self._lead(0)
             return
         token = await asyncio.to_thread(self.lease.try_acquire, me)
+        await asyncio.to_thread(self.lease.announce)
         if token:
             await self._lead(token)
         else:
@@ -74,6 +75,7 @@ class Role:
                 return
             except asyncio.TimeoutError:
                 pass
+            await asyncio.to_thread(lease.announce)   # alive, leading or standing by (`controller status`)
             if self.leading:
                 try:
                     kept = await asyncio.to_thread(lease.renew)
@@ -116,5 +118,6 @@ class Role:
         """Give the lease up (a clean stop): a standby takes over at its next try instead of after the expiry."""
         if self.lease is not None:
             await asyncio.to_thread(self.lease.release)
+            await asyncio.to_thread(self.lease.withdraw)
         self.leading = False
         self.metrics.leader.set(0)
