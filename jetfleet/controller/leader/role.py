@@ -75,7 +75,6 @@ class Role:
                 return
             except asyncio.TimeoutError:
                 pass
-            await asyncio.to_thread(lease.announce)   # alive, leading or standing by (`controller status`)
             if self.leading:
                 try:
                     kept = await asyncio.to_thread(lease.renew)
@@ -88,9 +87,12 @@ class Role:
                     self.lost.set()
                     await self.on_lost()
                     return
+                # alive (`controller status`), said after the renewal so that a slow Redis never delays the renewal
+                await asyncio.to_thread(lease.announce)
                 continue
             try:
                 token = await asyncio.to_thread(lease.try_acquire)
+                await asyncio.to_thread(lease.announce)
                 if not token:
                     self.known_leader = await asyncio.to_thread(lease.leader)
             except Exception:   # a standby keeps trying
