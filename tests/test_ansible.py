@@ -44,7 +44,7 @@ def render(role: str, template: str, **overrides) -> str:
     base = ANSIBLE / "roles" / role
     raw = {**yaml.safe_load((base / "defaults/main.yml").read_text()),
            **(yaml.safe_load((base / "vars/main.yml").read_text()) or {}), "inventory_hostname": "ctl.lab",
-           "inventory_hostname_short": "ctl", **overrides, "ansible_managed": "managed"}
+           "inventory_hostname_short": "ctl", "groups": {}, "hostvars": {}, **overrides, "ansible_managed": "managed"}
     env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
 
     templated = {k: v for k, v in raw.items() if isinstance(v, str) and ("{{" in v or "{%" in v)}
@@ -57,8 +57,14 @@ def render(role: str, template: str, **overrides) -> str:
     def value(text: str) -> object:   # as Ansible does, a template that renders to a boolean's text is that boolean
         return text == "True" if text in ("True", "False") else text
 
+    def attempt(v: str) -> object:   # a variable naming one not rendered yet is rendered in a later round
+        try:
+            return value(env.from_string(v).render(values))
+        except jinja2.UndefinedError:
+            return v
+
     for _ in range(20):  # variables refer to variables: render them all again until nothing changes (lazily, as Ansible)
-        new = {k: value(env.from_string(v).render(values)) for k, v in templated.items()}
+        new = {k: attempt(v) for k, v in templated.items()}
         if all(values[k] == v for k, v in new.items()):
             break
         values.update(new)
@@ -307,3 +313,71 @@ def test_on_jetpack_6s_python_the_agents_dependencies_resolve_to_numpy_1(tmp_pat
 
     assert int(numpy_version("-c", str(constraints)).split(".")[0]) == 1
     assert int(numpy_version().split(".")[0]) >= 2   # what the constraint is for
+
+
+# --- a lab of controllers under Redis Sentinel (issue 27): the inventory's groups decide the store URL -------------
+SENTINEL_LAB = {"groups": {"jetfleet_controllers": ["ctl-a", "ctl-b"], "jetfleet_redis": ["ctl-a", "ctl-b"],
+                           "jetfleet_sentinels": ["ctl-a", "ctl-b", "mon"]},
+                "hostvars": {"ctl-a": {"ansible_host": "10.0.0.11"}, "ctl-b": {"ansible_host": "10.0.0.12"},
+                             "mon": {"ansible_host": "10.0.0.13", "jetfleet_redis_sentinel_port": 26380}}}
+
+
+def test_controllers_under_sentinel_get_the_sentinels_in_their_store_url_and_agents_every_controller():
+    env = render("jetfleet_controller", "controller.env.j2", jetfleet_controller_redis_password="a/b@c:d", **SENTINEL_LAB)
+    assert ("JETFLEET_STORE='redis+sentinel://:a%2Fb%40c%3Ad@10.0.0.11:26379,10.0.0.12:26379,10.0.0.13:26380/jetfleet'"
+            in env), env
+    agent = render("jetfleet_agent", "agent.env.j2", jetfleet_agent_device_id="x", **SENTINEL_LAB)
+    assert "--controller 10.0.0.11:50051,10.0.0.12:50051 " in agent, agent
+    # one controller, no such groups: what it always was
+    assert "JETFLEET_STORE='redis://:pw-0123456789abcdef@127.0.0.1:6379/0'" in render(
+        "jetfleet_controller", "controller.env.j2", jetfleet_controller_redis_password="pw-0123456789abcdef")
+    assert "--controller 127.0.0.1:50051 " in render("jetfleet_agent", "agent.env.j2", jetfleet_agent_device_id="x")
+
+
+def test_the_redis_role_makes_a_master_a_replica_and_sentinels_with_quorum_timeouts_and_passwords():
+    common = {**SENTINEL_LAB, "jetfleet_redis_password": "r3dis-pw-0123456789"}
+    master = render("jetfleet_redis", "redis.conf.j2", inventory_hostname="ctl-a", jetfleet_redis_address="10.0.0.11",
+                    **common)
+    replica = render("jetfleet_redis", "redis.conf.j2", inventory_hostname="ctl-b", jetfleet_redis_address="10.0.0.12",
+                     **common)
+    for conf in (master, replica):
+        assert "requirepass r3dis-pw-0123456789" in conf and "masterauth r3dis-pw-0123456789" in conf
+        assert "appendfsync always" in conf
+    assert "replicaof" not in master and "replicaof 10.0.0.11 6379" in replica
+    assert "bind 127.0.0.1 10.0.0.12" in replica and "replica-announce-ip 10.0.0.12" in replica
+    sentinel = render("jetfleet_redis", "sentinel.conf.j2", inventory_hostname="mon", jetfleet_redis_address="10.0.0.13",
+                      **common)
+    assert "sentinel monitor jetfleet 10.0.0.11 6379 2\n" in sentinel
+    assert "sentinel auth-pass jetfleet r3dis-pw-0123456789" in sentinel and "requirepass r3dis-pw-0123456789" in sentinel
+    assert "sentinel down-after-milliseconds jetfleet 5000" in sentinel
+    assert "sentinel failover-timeout jetfleet 60000" in sentinel
+
+
+@pytest.mark.slow   # four ansible-playbook runs: ~15 s
+def test_the_redis_role_refuses_a_layout_sentinel_cannot_fail_over(tmp_path):
+    book = tmp_path / "check.yml"
+    book.write_text(json.dumps([{"hosts": "localhost", "connection": "local", "gather_facts": False,
+                                 "tasks": [{"ansible.builtin.import_role": {"name": "jetfleet_redis",
+                                                                            "tasks_from": "checks"}}]}]))
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ANSIBLE / "roles"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_LOCALHOST_WARNING": "false"}
+
+    def check(sentinels: list[str], **extra: object) -> procs.subprocess.CompletedProcess:
+        inventory = tmp_path / "inventory.json"
+        inventory.write_text(json.dumps({"all": {
+            "hosts": {h: {} for h in ["localhost", *sentinels]},
+            "children": {"jetfleet_redis": {"hosts": {"localhost": {}}},
+                         "jetfleet_sentinels": {"hosts": {h: {} for h in sentinels}}}}}))
+        return procs.run([need("ansible-playbook"), "-i", str(inventory), str(book), "-e",
+                          json.dumps({"ansible_python_interpreter": sys.executable,
+                                      "jetfleet_redis_secrets_dir": str(tmp_path / "secrets"), **extra})],
+                         env=env, timeout=300)
+
+    three = ["localhost", "s2", "s3"]
+    assert check(three).returncode == 0   # the password generated on the control node
+    for sentinels, extra in ((["localhost", "s2"], {}), (three, {"jetfleet_redis_quorum": 1}),
+                             (three, {"jetfleet_redis_master": "s2"})):
+        out = check(sentinels, **extra)
+        assert out.returncode != 0 and "Sentinel cannot fail over" in out.stdout, (sentinels, extra, out.stdout[-2000:])
+    weak = check(three, jetfleet_controller_redis_password="short")
+    assert weak.returncode != 0 and "at least 16 characters" in weak.stdout and "short" not in weak.stdout

@@ -113,6 +113,8 @@ def test_one_leader_per_prefix_a_standby_refuses_changes_naming_it_and_takes_ove
 
     r = CliRunner().invoke(cli, ["controller", "status", "--store", redis_server.url, "--store-prefix", "lab1"])
     assert r.exit_code == 0 and f"leader {a_address} (pid {a.pid} on " in r.output, r.output
+    assert f"\nstandby {b_address} (pid {b.pid} on " in r.output, r.output   # lab2's controller is another lab's
+    assert r.output.count("standby ") == 1, r.output
     assert metric(a_line, "jetfleet_controller_leader") == 1 and metric(b_line, "jetfleet_controller_leader") == 0
 
     import grpc

@@ -139,7 +139,7 @@ def controller_serve(listen: str, store: str, store_prefix: str, lease_ttl_s: fl
 @output_option
 @handle_errors
 def controller_status(store: str, store_prefix: str, output: str) -> None:
-    """Which controller leads the lab: read from its store (works while every controller is down)."""
+    """Which controller leads the lab and which stand by: read from its store (works while every controller is down)."""
     import json
     from dataclasses import asdict
 
@@ -151,11 +151,12 @@ def controller_status(store: str, store_prefix: str, output: str) -> None:
         return
     if st.leader is None:
         click.echo(f"no controller leads {st.store}" + (f" (prefix {store_prefix})" if st.backend == "redis" else ""))
-        return
-    if st.backend == "redis":
+    elif st.backend == "redis":
         click.echo(f"leader {st.leader.describe()}, fencing token {st.token}, lease expires in "
                    f"{st.expires_in_s:.1f} s (store {st.store}, prefix {store_prefix})")
-    else:
+    for standby in st.standbys:
+        click.echo(f"standby {standby.describe()}")
+    if st.leader is not None and st.backend != "redis":
         click.echo(f"controller {st.leader.describe()} holds {st.store} (SQLite: one controller)")
 
 

@@ -117,7 +117,9 @@ class Controller:
         if not isinstance(self.store, RedisStore):
             return None
         c = self.config
-        lease = LeaseConfig(ttl_s=c.lease_ttl_s, renew_every_s=c.lease_renew_s, try_every_s=c.lease_try_s).check()
+        # under Sentinel a new term's fencing token must reach the replica before the term acts (docs/standby.md)
+        lease = LeaseConfig(ttl_s=c.lease_ttl_s, renew_every_s=c.lease_renew_s, try_every_s=c.lease_try_s,
+                            replica_acks=1 if c.store.startswith("redis+sentinel://") else 0).check()
         self.store.fence(0)   # nothing is written until this controller leads
         # a renewal that hangs is given up within a renewal period, so a cut-off leader learns it early
         timeout_s = max(0.25, min(1.0, lease.renew_every_s))

@@ -49,6 +49,9 @@ class LeaseConfig:
     ttl_s: float = 3.0       # a dead leader is replaced this long after its last renewal (plus one try_every_s)
     renew_every_s: float = 0.5   # well inside ttl_s: several renewals may fail before the lease is lost
     try_every_s: float = 0.5     # how often a standby tries to take the lease
+    # Replicas that must hold a new term's fencing token before the term acts (WAIT after the INCR; 0: none). Under
+    # Sentinel (1) a failover cannot promote a replica that lacks the token and give the next term the same one.
+    replica_acks: int = 0
 
     def check(self) -> LeaseConfig:
         """The config, or InvalidArgument naming the setting out of range."""
@@ -61,6 +64,9 @@ class LeaseConfig:
         if not 0 < self.try_every_s <= self.ttl_s:
             raise InvalidArgument(f"lease try_every_s={self.try_every_s}: allowed (0, ttl_s] s",
                                   field="lease_try_every_s")
+        if not 0 <= self.replica_acks <= 16:
+            raise InvalidArgument(f"lease replica_acks={self.replica_acks}: allowed 0..16 replicas",
+                                  field="lease_replica_acks")
         return self
 
 
@@ -76,6 +82,18 @@ class LeaderInfo:
 def lease_keys(prefix: str) -> tuple[str, str]:
     """The lease's key and the fencing counter's key under ``prefix``."""
     return f"{prefix}:leader", f"{prefix}:leader:fence"
+
+
+def presence_key(prefix: str, me: ControllerIdentity) -> str:
+    """The key by which a controller of ``prefix`` (leader or standby) says it is alive."""
+    return f"{prefix}:controllers:{me.host}:{me.pid}"
+
+
+def read_controllers(r: Any, prefix: str) -> list[ControllerIdentity]:
+    """The controllers of ``prefix`` alive now (each said so within its lease's ttl), by address (raises redis errors)."""
+    keys = sorted(r.scan_iter(match=f"{prefix}:controllers:*", count=100))
+    found = [ControllerIdentity.from_json(v) for v in (r.mget(keys) if keys else []) if v]
+    return sorted((c for c in found if c is not None), key=lambda c: (c.address, c.host, c.pid))
 
 
 def read_leader(r: Any, prefix: str) -> LeaderInfo | None:
@@ -127,16 +145,41 @@ class RedisLease:
         if me is not None:
             self.me = me
         sent = self.clock()
+        value = ""
+        conn = self.r
         try:
+            if self.config.replica_acks:   # one connection for the script and WAIT (which counts its writes)
+                conn = self.r.client()
             token = int(self._acquire(keys=[self.key, self.fence_key],
-                                      args=[self.me.to_json(), int(self.config.ttl_s * 1000)]))
+                                      args=[self.me.to_json(), int(self.config.ttl_s * 1000)], client=conn))
+            value = f"{token} {self.me.to_json()}"
+            if token and not self._replicated(conn, token, value):
+                return 0
         except _UNREACHABLE as e:
             log.debug("lease %s: Redis unreachable: %s", self.key, e)
             return 0
+        finally:
+            if conn is not self.r:
+                conn.close()
         if token:
-            self.token, self._value, self.renewed_at = token, f"{token} {self.me.to_json()}", sent
+            self.token, self._value, self.renewed_at = token, value, sent
             log.info("leading %s with fencing token %d", self.prefix, token)
         return token
+
+    def _replicated(self, conn: Any, token: int, value: str) -> bool:
+        """True once ``replica_acks`` replicas hold the new term's token (within one renewal period); otherwise the
+        term is given up before it acts: a failover could promote a replica without it and repeat the token."""
+        # the replicas connected now: a master alone (the replica promoted, the old master not back) has none to wait
+        # for, and Sentinel promotes no replica that has long been cut off from its master
+        want = min(self.config.replica_acks, int(conn.info("replication").get("connected_slaves", 0)))
+        acks = int(conn.execute_command("WAIT", want, int(self.config.renew_every_s * 1000))) if want else 0
+        if acks >= want:
+            return True
+        log.warning("lease %s: fencing token %d reached %d of %d connected replicas within %.1f s: not leading "
+                    "with it (a failover could give the next term the same token); trying again", self.key, token,
+                    acks, want, self.config.renew_every_s)
+        self._release(keys=[self.key], args=[value], client=conn)
+        return False
 
     def renew(self) -> bool:
         """Extend this term's lease; False once it is lost: someone else holds it, it expired, or Redis did not
@@ -159,6 +202,21 @@ class RedisLease:
                   "another controller holds it or it expired" if ok is False else "Redis did not answer in time")
         self.token, self._value = 0, ""
         return False
+
+    def announce(self) -> None:
+        """Say that this controller is alive, leading or standing by (`controller status` lists the standbys): a key
+        that expires after the lease's ttl unless said again. Not lab data, so not fenced; lost with Redis."""
+        try:
+            self.r.set(presence_key(self.prefix, self.me), self.me.to_json(), px=int(self.config.ttl_s * 1000))
+        except _UNREACHABLE as e:
+            log.debug("lease %s: presence not said: %s", self.key, e)
+
+    def withdraw(self) -> None:
+        """No longer alive (a clean stop)."""
+        try:
+            self.r.delete(presence_key(self.prefix, self.me))
+        except _UNREACHABLE as e:
+            log.debug("lease %s: presence not withdrawn (%s); it expires by itself", self.key, e)
 
     def release(self) -> None:
         """Give the lease up if this term still holds it (a clean stop: a standby takes over at its next try)."""

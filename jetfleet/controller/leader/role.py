@@ -56,6 +56,7 @@ class Role:
             await self._lead(0)
             return
         token = await asyncio.to_thread(self.lease.try_acquire, me)
+        await asyncio.to_thread(self.lease.announce)
         if token:
             await self._lead(token)
         else:
@@ -86,9 +87,12 @@ class Role:
                     self.lost.set()
                     await self.on_lost()
                     return
+                # alive (`controller status`), said after the renewal so that a slow Redis never delays the renewal
+                await asyncio.to_thread(lease.announce)
                 continue
             try:
                 token = await asyncio.to_thread(lease.try_acquire)
+                await asyncio.to_thread(lease.announce)
                 if not token:
                     self.known_leader = await asyncio.to_thread(lease.leader)
             except Exception:   # a standby keeps trying
@@ -116,5 +120,6 @@ class Role:
         """Give the lease up (a clean stop): a standby takes over at its next try instead of after the expiry."""
         if self.lease is not None:
             await asyncio.to_thread(self.lease.release)
+            await asyncio.to_thread(self.lease.withdraw)
         self.leading = False
         self.metrics.leader.set(0)

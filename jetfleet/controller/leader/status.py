@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jetfleet.controller.leader.dirlock import DataDirLock
 from jetfleet.controller.leader.identity import ControllerIdentity
-from jetfleet.controller.leader.lease import read_leader
+from jetfleet.controller.leader.lease import read_controllers, read_leader
 from jetfleet.shared.errors import InvalidArgument, StoreUnavailable
 
 
@@ -21,6 +21,7 @@ class LabStatus:
     leader: ControllerIdentity | None     # None: no controller leads (or none runs, on SQLite)
     token: int = 0
     expires_in_s: float = 0.0
+    standbys: tuple[ControllerIdentity, ...] = ()   # Redis: the other controllers alive now (docs/standby.md)
 
 
 def lab_status(store: str, prefix: str = "jetfleet") -> LabStatus:
@@ -35,13 +36,16 @@ def lab_status(store: str, prefix: str = "jetfleet") -> LabStatus:
         client = connect(store, 5.0)
         try:
             info = read_leader(client, prefix)
+            alive = read_controllers(client, prefix)
         except (redis.ConnectionError, redis.TimeoutError) as e:
             raise StoreUnavailable(f"store unavailable: Redis at {redacted(store)}: {e}", field="store") from None
         finally:
             client.close()
+        leader = info.identity if info is not None else None
+        standbys = tuple(c for c in alive if leader is None or (c.host, c.pid) != (leader.host, leader.pid))
         if info is None:
-            return LabStatus(redacted(store), "redis", None)
-        return LabStatus(redacted(store), "redis", info.identity, info.token, info.expires_in_s)
+            return LabStatus(redacted(store), "redis", None, standbys=standbys)
+        return LabStatus(redacted(store), "redis", info.identity, info.token, info.expires_in_s, standbys)
     path = Path(store).expanduser()
     if not path.is_dir():
         raise InvalidArgument(f"store {store!r}: no such data directory", field="store")

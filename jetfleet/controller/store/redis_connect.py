@@ -1,7 +1,8 @@
 """Connections to the Redis store: one server (``redis://[:PASSWORD@]HOST:PORT/DB``), or the master that Redis
 Sentinel names (``redis+sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER[/DB]``: the Sentinels' addresses and
-the master's name). Through Sentinel every new connection asks the Sentinels for the master, so after a failover the
-store reconnects to the promoted replica by itself; meanwhile calls fail as for any outage (StoreUnavailable)."""
+the master's name; a password authenticates to the Sentinels and the master alike). Through Sentinel every new
+connection asks the Sentinels for the master, so after a failover the store reconnects to the promoted replica by
+itself; meanwhile calls fail as for any outage (StoreUnavailable)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ def connect(url: str, timeout_s: float) -> Any:
         raise InvalidArgument(f"store {shown!r}: give the master's name (and a database number); {USAGE}",
                               field="store")
     password = unquote(auth.partition(":")[2]) if auth else None
-    sentinel = Sentinel(sentinels, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    # the password authenticates to the Sentinels too: give them the same requirepass (the Ansible role does)
+    sentinel = Sentinel(sentinels, sentinel_kwargs={"password": password or None, "socket_timeout": timeout_s,
+                                                    "socket_connect_timeout": timeout_s},
+                        socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
     return sentinel.master_for(parts[0], db=int(parts[1]) if len(parts) == 2 else 0, password=password or None,
                                decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
