@@ -154,3 +154,47 @@ def test_a_redis_master_killed_mid_job_sentinel_promotes_the_replica_and_the_job
     finally:
         probe.close()
         redis.end()
+
+
+def test_a_redis_master_killed_mid_campaign_sentinel_promotes_the_replica_and_each_mode_is_stored_once(tmp_path):
+    """The same failover (inside the lease) under a campaign: it goes on at the promoted replica and ends with each
+    of its modes stored exactly once, as its first observation."""
+    from jetfleet.controller.store.redis import RedisStore
+
+    from .test_takeover import campaign
+
+    if SentinelLab.missing():
+        pytest.skip(SentinelLab.missing())
+    redis = SentinelLab(tmp_path, down_after_ms=500, failover_timeout_ms=2000).start()
+    try:
+        a, a_address = controller(redis.url, "lab", tmp_path / "a.log")
+        b, b_address = controller(redis.url, "lab", tmp_path / "b.log")
+        both = f"{a_address},{b_address}"
+        board = procs.spawn([*JETFLEET, "agent", "run", "--controller", both, "--device", f"emulated:{NANO}:4", "--id",
+                             "nano-c", "--speed", "100"], stdout=procs.DEVNULL, stderr=procs.DEVNULL)
+        wait_until(lambda: device(both, "nano-c").online, 60, "the agent online at the leader")
+        with OperatorClient(both) as c:
+            cid = c.create_campaign("mobilenet_v3", device_id="nano-c", modes="random:60", seed=3).campaign_id
+        wait_until(lambda: getattr(campaign(both, cid), "done", 0) >= 15, 120, "the campaign to measure a while")
+        redis.kill("master")
+        wait_until(lambda: redis.replication("replica").get("role") == "master", 60, "Sentinel to promote the replica")
+        wait_until(lambda: getattr(campaign(both, cid), "status", "") == "done", 300, "the campaign to end")
+        final = campaign(both, cid)
+        assert (final.total, final.done, final.failed) == (60, 60, 0), final
+        store = RedisStore(redis.url, "lab")
+        try:
+            rows = store.query_profiles(source=cid)
+            states = store.campaign_modes(cid)
+        finally:
+            store.close()
+        assert len(rows) == 60 and {r.mode for r in rows} == {s.mode for s in states}, len(rows)   # each mode once
+        assert {r.observation for r in rows} == {0}, "a mode measured again was stored as a second observation"
+        assert all(s.status == "done" for s in states)
+        board.terminate()
+        assert board.wait(30) == 0
+        for p in (a, b):
+            if p.poll() is None:
+                p.terminate()
+                assert p.wait(30) == 0
+    finally:
+        redis.end()
