@@ -69,8 +69,14 @@ class LabThread:
         wait_until(predicate, timeout_s, what)
 
     def online(self, device_id: str) -> bool:
-        devices = self.registry.devices
-        return device_id in devices and devices[device_id].online
+        """Whether the board is online, read on the lab's event loop: a board goes offline in several steps (its
+        session closed, what it sent kept, its metrics moved) with no await between them, and a read from the test's
+        thread can fall between two of them (it saw the board offline before its last batch was kept)."""
+        def read() -> bool:
+            devices = self.registry.devices
+            return device_id in devices and devices[device_id].online
+
+        return self.do(read)
 
     def close(self) -> None:
         try:

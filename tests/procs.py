@@ -21,6 +21,8 @@ import subprocess
 import threading
 from typing import IO, Any, Mapping, Sequence, Union
 
+from .waiting import wait_until
+
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
 STDOUT = subprocess.STDOUT
@@ -163,6 +165,12 @@ class Child:
         read ends are closed with their file objects: closing one here could wait on a thread reading it)."""
         self.kill_group()
         self._ended.wait(timeout_s)
+        # SIGKILL to a group is delivered to each member as it is next scheduled: on a loaded machine a grandchild
+        # can still run for a moment after the child is reaped. The test ends when the group is gone.
+        try:
+            wait_until(lambda: not group_alive(self.pid), timeout_s, f"process group {self.pid} to end")
+        except AssertionError:   # still there: the last sweep of the run lists and kills it, failing the run
+            pass
         if self.stdin is not None:
             try:
                 self.stdin.close()
@@ -177,6 +185,21 @@ class Child:
 
     def __exit__(self, *exc: object) -> None:
         self.end()
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running (not a zombie), from /proc."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:   # gone meanwhile
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
 
 
 def _wrap(fd: int | None, mode: str, text: bool) -> IO[Any] | None:

@@ -5,7 +5,6 @@ last batches are kept before it goes offline."""
 import asyncio
 import math
 from array import array
-from dataclasses import replace
 
 import pytest
 
@@ -17,7 +16,7 @@ from jetfleet.shared.columns import SCALARS, columns_from_samples
 from jetfleet.shared.proto import agent_pb2
 from jetfleet.twin.board import EmulatedBoard
 
-from .harness import FAST_CONTROLLER, LabThread
+from .harness import LabThread
 from .hostile import RawAgent, hello, sample
 
 
@@ -109,10 +108,7 @@ def test_a_protocol_1_batch_after_deferred_columns_keeps_the_boards_order():
 
 @pytest.mark.parametrize("how", ["closes its stream", "falls silent (the reaper)"])
 def test_the_last_batch_a_board_sent_is_kept_before_it_goes_offline(tmp_path, how):
-    # 3 s of silence before the reaper acts, not the fast lab's 0.6 s: the batch is sent right after the welcome,
-    # but on a loaded machine the controller may read it later than 0.6 s after the hello, and a batch read after
-    # the session was reaped is (rightly) not the board's (1 run in 4 under two busy loops failed so).
-    lt = LabThread(str(tmp_path / "data"), [], config=replace(FAST_CONTROLLER, offline_after_missed=15)).start()
+    lt = LabThread(str(tmp_path / "data"), []).start()
     try:
         lt.telemetry.flush_s = 3600   # only going offline can keep the batch in time
         cat = get_catalog("tx2")
@@ -131,7 +127,9 @@ def test_the_last_batch_a_board_sent_is_kept_before_it_goes_offline(tmp_path, ho
             return agent           # falls silent: the stream stays open, the heartbeats stop
 
         agent = lt.call(run(), timeout_s=30)
-        lt.wait(lambda: "raw-last" in lt.registry.devices and not lt.online("raw-last"), 30, "the board offline")
+        # read on the lab's loop (lt.online): the board is offline only once its going offline is whole
+        lt.wait(lambda: lt.do(lambda: "raw-last" in lt.registry.devices) and not lt.online("raw-last"), 30,
+                "the board offline")
         reg = lt.lab.controller.metrics.registry
         assert reg.get_sample_value("jetfleet_telemetry_samples_total", {"device": "raw-last"}) == 5
         assert reg.get_sample_value("jetfleet_board_power_watts", {"device": "raw-last", "board_model": "tx2"}) is None
