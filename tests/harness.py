@@ -76,6 +76,8 @@ class LabThread:
             devices = self.registry.devices
             return device_id in devices and devices[device_id].online
 
+        if threading.current_thread() is self.thread:   # called by a coroutine on the loop: read where it is
+            return read()
         return self.do(read)
 
     def close(self) -> None:

@@ -185,7 +185,10 @@ class CampaignManager:
         if action == "resume":
             self._drive_later(run)
         if action == "cancel":
-            for mode, device in list(run.in_flight.items()):
+            # The last sent first: a board runs its modes in the order they were sent, so the mode running is
+            # cancelled after the ones waiting behind it; cancelled first, it let the next one start (and be
+            # stopped a few minibatches in) before that one's cancel arrived.
+            for mode, device in reversed(list(run.in_flight.items())):
                 target = self._command_id(run, mode, device)
                 cancel = agent_pb2.Command(cancel=agent_pb2.Cancel(target_command_id=target))
                 try:
