@@ -7,8 +7,11 @@ the reason and frees the board; a job that cannot hold its profiling is refused 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,14 +27,17 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own-training" / "train.py"
 
 
-@pytest.fixture
-def lab(tmp_path, reference_nets):
-    pytest.importorskip("sklearn", reason="the example's dataset ships with scikit-learn (the dev extra)")
+@contextlib.contextmanager
+def session_lab(tmp_path: Path, reference_nets, templates=None) -> Iterator[LabThread]:  # type: ignore[no-untyped-def]
+    """A lab with one emulated Orin Nano whose agent opens session sockets (and may launch ``templates``), and the
+    Nano's ResNet-18 reference to transfer from."""
     from jetfleet.controller.powertrain.artifacts import ModelRepo
 
     lt = LabThread(str(tmp_path / "data"), []).start()
     try:
         lt.lab.session_dir = str(tmp_path / "sessions")
+        if templates is not None:
+            lt.lab.agent_config = replace(lt.lab.agent_config, templates=templates)
         lt.do(lambda: lt.lab.add_agent(NANO, speed=SPEED))
         lt.call(lt.lab.wait_online(1))
         modes, (tn, pn) = reference_nets
@@ -40,6 +46,13 @@ def lab(tmp_path, reference_nets):
         yield lt
     finally:
         lt.close()
+
+
+@pytest.fixture
+def lab(tmp_path, reference_nets):
+    pytest.importorskip("sklearn", reason="the example's dataset ships with scikit-learn (the dev extra)")
+    with session_lab(tmp_path, reference_nets) as lt:
+        yield lt
 
 
 def trained_for(agent, job_id):

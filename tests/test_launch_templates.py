@@ -39,7 +39,7 @@ TRAIN = textwrap.dedent("""
     if end == "stubborn":   # a child that ignores SIGTERM, in the same process group
         child = subprocess.Popen([sys.executable, "-c", "import signal, time\\n"
                                   "signal.signal(signal.SIGTERM, signal.SIG_IGN)\\nprint('child up', flush=True)\\n"
-                                  "while True: time.sleep(1)"])
+                                  "while True: signal.pause()"])
         print("pids", os.getpid(), child.pid, flush=True)
     with Session(os.environ["JETFLEET_WORKLOAD"]) as s:
         for i in range(steps):

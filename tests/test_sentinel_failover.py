@@ -44,6 +44,16 @@ def controller(url: str, prefix: str, log: Path) -> tuple[procs.Child, str]:
     return c, found[0]
 
 
+def stop(board: procs.Child, *controllers: procs.Child) -> None:
+    """SIGTERM to the agent and to each controller still running; each ends cleanly."""
+    board.terminate()
+    assert board.wait(30) == 0
+    for p in controllers:
+        if p.poll() is None:
+            p.terminate()
+            assert p.wait(30) == 0
+
+
 class WriteProbe:
     """Writes to the store through Sentinel every 20 ms on a thread of its own and keeps when each write succeeded;
     the gap around a moment is how long writes were refused there."""
@@ -145,12 +155,7 @@ def test_a_redis_master_killed_mid_job_sentinel_promotes_the_replica_and_the_job
         else:   # it did not: a new term, with a larger token, at the standby
             assert after.leader is not None and after.leader.pid == b.pid and after.token > before.token, after
             assert exited["a"] == 5
-        board.terminate()
-        assert board.wait(30) == 0
-        for p in (a, b):
-            if p.poll() is None:
-                p.terminate()
-                assert p.wait(30) == 0
+        stop(board, a, b)
     finally:
         probe.close()
         redis.end()
@@ -159,9 +164,7 @@ def test_a_redis_master_killed_mid_job_sentinel_promotes_the_replica_and_the_job
 def test_a_redis_master_killed_mid_campaign_sentinel_promotes_the_replica_and_each_mode_is_stored_once(tmp_path):
     """The same failover (inside the lease) under a campaign: it goes on at the promoted replica and ends with each
     of its modes stored exactly once, as its first observation."""
-    from jetfleet.controller.store.redis import RedisStore
-
-    from .test_takeover import campaign
+    from .test_takeover import campaign, stored_once
 
     if SentinelLab.missing():
         pytest.skip(SentinelLab.missing())
@@ -179,22 +182,7 @@ def test_a_redis_master_killed_mid_campaign_sentinel_promotes_the_replica_and_ea
         redis.kill("master")
         wait_until(lambda: redis.replication("replica").get("role") == "master", 60, "Sentinel to promote the replica")
         wait_until(lambda: getattr(campaign(both, cid), "status", "") == "done", 300, "the campaign to end")
-        final = campaign(both, cid)
-        assert (final.total, final.done, final.failed) == (60, 60, 0), final
-        store = RedisStore(redis.url, "lab")
-        try:
-            rows = store.query_profiles(source=cid)
-            states = store.campaign_modes(cid)
-        finally:
-            store.close()
-        assert len(rows) == 60 and {r.mode for r in rows} == {s.mode for s in states}, len(rows)   # each mode once
-        assert {r.observation for r in rows} == {0}, "a mode measured again was stored as a second observation"
-        assert all(s.status == "done" for s in states)
-        board.terminate()
-        assert board.wait(30) == 0
-        for p in (a, b):
-            if p.poll() is None:
-                p.terminate()
-                assert p.wait(30) == 0
+        stored_once(both, redis.url, cid, 60)
+        stop(board, a, b)
     finally:
         redis.end()

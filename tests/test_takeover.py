@@ -94,9 +94,25 @@ def campaign(addresses: str, campaign_id: str):
         return None
 
 
+def stored_once(addresses: str, url: str, campaign_id: str, modes: int) -> None:
+    """The campaign ended with each of its ``modes`` modes done and stored once, as its first observation."""
+    from jetfleet.controller.store.redis import RedisStore
+
+    final = campaign(addresses, campaign_id)
+    assert (final.total, final.done, final.failed) == (modes, modes, 0), final
+    store = RedisStore(url, "lab")
+    try:
+        rows = store.query_profiles(source=campaign_id)
+        states = store.campaign_modes(campaign_id)
+    finally:
+        store.close()
+    assert len(rows) == modes and {r.mode for r in rows} == {s.mode for s in states}, len(rows)   # each mode once
+    assert {r.observation for r in rows} == {0}, "a mode measured again was stored as a second observation"
+    assert all(s.status == "done" for s in states)
+
+
 def test_the_leader_killed_mid_campaign_the_standby_finishes_it_and_stores_each_mode_once(redis_server):
     from jetfleet.controller.leader.status import lab_status
-    from jetfleet.controller.store.redis import RedisStore
 
     redis_server.flush()
     a, a_address = controller(redis_server.url, "lab")
@@ -113,17 +129,7 @@ def test_the_leader_killed_mid_campaign_the_standby_finishes_it_and_stores_each_
     wait_until(lambda: (lambda s: s.leader is not None and s.leader.pid == b.pid)(lab_status(redis_server.url, "lab")),
                30, "the standby to take the lead")
     wait_until(lambda: getattr(campaign(b_address, cid), "status", "") == "done", 300, "the campaign to end")
-    final = campaign(b_address, cid)
-    assert (final.total, final.done, final.failed) == (60, 60, 0), final
-    store = RedisStore(redis_server.url, "lab")
-    try:
-        rows = store.query_profiles(source=cid)
-        states = store.campaign_modes(cid)
-    finally:
-        store.close()
-    assert len(rows) == 60 and {r.mode for r in rows} == {s.mode for s in states}, len(rows)   # each mode once
-    assert {r.observation for r in rows} == {0}, "a mode measured again was stored as a second observation"
-    assert all(s.status == "done" for s in states)
+    stored_once(b_address, redis_server.url, cid, 60)
     board.terminate()
     b.terminate()
     assert board.wait(30) == 0 and b.wait(30) == 0

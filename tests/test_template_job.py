@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,8 @@ from jetfleet.cli.main import cli
 from jetfleet.client import OperatorClient
 from jetfleet.shared.errors import InvalidArgument
 
-from .harness import LabThread
-from .jobs_lab import NANO, SPEED, wait_job
+from .jobs_lab import wait_job
+from .test_attach_job import session_lab, trained_for
 from .waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,29 +32,12 @@ CRASH = "import sys\nprint('loading the data', flush=True)\nprint('CUDA out of m
 @pytest.fixture
 def lab(tmp_path, reference_nets):
     pytest.importorskip("sklearn", reason="the example's dataset ships with scikit-learn (the dev extra)")
-    from jetfleet.controller.powertrain.artifacts import ModelRepo
-
     templates = parse_templates({"kill_grace_s": 2, "templates": {
         "digits-mlp": {"command": [sys.executable, str(EXAMPLE), "--epochs", "{epochs}"], "args": ["epochs"],
                        "cwd": str(EXAMPLE.parent), "exit_wait_s": 60},
         "crash": {"command": [sys.executable, "-c", CRASH]}}}, euid=os.geteuid())
-    lt = LabThread(str(tmp_path / "data"), []).start()
-    try:
-        lt.lab.session_dir = str(tmp_path / "sessions")
-        lt.lab.agent_config = replace(lt.lab.agent_config, templates=templates)
-        lt.do(lambda: lt.lab.add_agent(NANO, speed=SPEED))
-        lt.call(lt.lab.wait_online(1))
-        modes, (tn, pn) = reference_nets
-        lt.do(lambda: ModelRepo(lt.lab.controller.store).save("reference", NANO, "resnet18", "", modes, tn, pn, {},
-                                                              (0.0, 0.0, 0.0), None))
+    with session_lab(tmp_path, reference_nets, templates) as lt:
         yield lt
-    finally:
-        lt.close()
-
-
-def trained_for(agent, job_id):
-    """What the board itself counted for the job's commands (its profiling and its training)."""
-    return sum(n for cid, n in agent.link.executor.trained.items() if cid.startswith(job_id + "-"))
 
 
 @pytest.mark.slow
