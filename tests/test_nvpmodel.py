@@ -170,16 +170,19 @@ def test_the_agent_refuses_a_preset_name_that_does_not_name_the_mode():
     from jetfleet.twin.board import EmulatedBoard
 
     board = EmulatedBoard("agx-orin", 1)
-    ex = CommandExecutor(board)
     cat = board.describe().catalog
 
     def cmd(mode, preset):
         return agent_pb2.Command(command_id="c1", set_mode=agent_pb2.SetMode(mode=mode_to_pb(mode), preset=preset))
 
-    with pytest.raises(InvalidArgument, match="preset '30W' is not 12/2201.6/1300.5/3199") as e:
-        ex.check(cmd(cat.maxn, "30W"))
-    assert e.value.field == "set_mode.preset"
-    result = asyncio.run(ex.execute(cmd(cat.presets["MODE_30W"], "MODE_30W")))
+    async def run():   # the executor is made on the loop that runs it (Python 3.8's asyncio.Lock takes the current one)
+        ex = CommandExecutor(board)
+        with pytest.raises(InvalidArgument, match="preset '30W' is not 12/2201.6/1300.5/3199") as e:
+            ex.check(cmd(cat.maxn, "30W"))
+        assert e.value.field == "set_mode.preset"
+        return await ex.execute(cmd(cat.presets["MODE_30W"], "MODE_30W"))
+
+    result = asyncio.run(run())
     assert result.ok and board.read_mode() == cat.presets["MODE_30W"]
 
 
