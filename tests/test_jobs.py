@@ -2,6 +2,7 @@
 calibrated bounds -> run -> closed loop -> summary; restarts and vanishing boards never count twice."""
 
 import json
+import math
 import re
 
 import pytest
@@ -38,9 +39,12 @@ def runs_of(lab, job_id):
 
 
 def test_a_job_profiles_transfers_chooses_runs_and_keeps_its_budget_from_the_cli(lab):
+    # a fixed seed: the same 12 modes every run. The verdict holds the chosen mode's time to its 90% bound, so a
+    # job seeded by its creation time misses it now and then by design (1 run in ~15 of make test: a model from
+    # other modes under-predicted a slower mode); with these modes it ran within 1-2% of its prediction
     r = CliRunner().invoke(cli, ["job", "submit", "--workload", "mobilenet_v3", "--device", "orin-nano-0",
-                                 "--power-budget", "10W", "--minibatches", "1500", "--profile-modes", "12", "--wait",
-                                 "--controller", lab.address])
+                                 "--power-budget", "10W", "--minibatches", "1500", "--profile-modes", "12",
+                                 "--seed", "11", "--wait", "--controller", lab.address])
     assert r.exit_code == 0, r.output
     notes = r.stderr.splitlines()      # its id at once, then each state change and the minibatches as plain lines
     jid = notes[0].split()[1]
@@ -70,6 +74,30 @@ def test_a_job_profiles_transfers_chooses_runs_and_keeps_its_budget_from_the_cli
     assert r.exit_code == 7 and "is done; only a queued or running job can be cancelled" in r.output
     text = CliRunner().invoke(cli, ["job", "show", job["job_id"], "--controller", lab.address]).output
     assert "goal kept" in text and "ran " in text and job["mode"] in text
+
+
+def test_a_jobs_seed_picks_its_profiled_modes_and_job_show_prints_it(tmp_path, reference_nets):
+    lab = make_lab(tmp_path, reference_nets, speed=math.inf)     # what was profiled matters here, not how long
+
+    def profiled(job):
+        return lab.lab.controller.campaigns.runs[job["campaigns"][0]].modes
+
+    def submit(workload, *seed):
+        return cli_json(lab, "job", "submit", "--workload", workload, "--device", "orin-nano-0", "--min-energy",
+                        "--minibatches", "20", "--profile-modes", "10", *seed, "--wait")
+
+    try:
+        a, b = submit("mobilenet_v3", "--seed", "5"), submit("lstm", "--seed", "5")
+        c = submit("yolo_v8n")                      # none given: its creation time, printed so a replay can pass it
+        assert (a["seed"], b["seed"], c["seed"]) == (5, 5, int(c["created_s"]))
+        assert len(profiled(a)) == 10 and profiled(a) == profiled(b) and profiled(c) != profiled(a)
+        text = CliRunner().invoke(cli, ["job", "show", a["job_id"], "--controller", lab.address]).output
+        assert f"profiled in {a['campaigns'][0]} (seed 5: --seed replays its modes)" in text
+        r = CliRunner().invoke(cli, ["job", "submit", "--workload", "lstm", "--device", "orin-nano-0", "--min-energy",
+                                     "--minibatches", "20", "--seed", "-1", "--controller", lab.address])
+        assert r.exit_code == 2 and "--seed" in r.output
+    finally:
+        lab.close()
 
 
 def test_the_active_strategy_profiles_in_two_batches_without_idling_the_board(tmp_path, reference_nets):
@@ -249,6 +277,8 @@ BAD_JOBS = [
      InvalidArgument, "confidence"),
     (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=10, minibatches=10, strategy="magic"),
      InvalidArgument, "strategy 'magic'"),
+    (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=10, minibatches=10, seed=2**63),
+     InvalidArgument, "seed 9223372036854775808: expected 0..9223372036854775807"),
     # the model saw 2-6 cores: a 1-core mode's bounds are widened (x3.5, docs/models.md), so 1 W is not ruled out
     (dict(workload="mobilenet_v3", device_id="orin-nano-0", power_budget_w=0.5, minibatches=10), FailedPrecondition,
      "no mode can run under 0.5 W: the lowest-power mode is 2/.*nor can a mode outside the model's coverage"),

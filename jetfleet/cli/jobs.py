@@ -59,6 +59,8 @@ def job_text(d: dict[str, Any]) -> str:
     for i, s in enumerate(d["steps"], 1):
         lines.append(f"  step {i}/{d['max_steps']} at minibatch {s['at_minibatch']}: {s['from']} -> {s['to']}: "
                      f"{s['reason']} (predicted {s['predicted_power_w']:.2f} W, <= {s['predicted_power_w_hi']:.2f})")
+    if d.get("campaigns"):
+        lines.append(f"  profiled in {', '.join(d['campaigns'])} (seed {d['seed']}: --seed replays its modes)")
     for s in d["segments"]:
         lines.append(f"  ran {s['mode']} on {s['device_id']}: {s['minibatches']} minibatches, {s['seconds']:.0f} s, "
                      f"{s['energy_j'] / 1e3:.2f} kJ")
@@ -114,6 +116,9 @@ def job_group() -> None:
 @click.option("--profile-modes", default=0, type=click.IntRange(0), help="modes to profile when there is no model "
               "(default 50; an attached job's: sized to its length, docs/jobs.md)")
 @click.option("--strategy", default="", help="which modes: balanced (default), active, random, spread")
+@click.option("--seed", default=None, type=click.IntRange(0, 2**63 - 1),
+              help="picks the profiled modes (and an inference stream's arrivals): a job's `job show` prints the one "
+                   "it used, so a replay passes it (default: the job's creation time)")
 @click.option("--confidence", default=0.0, type=float, help="of the upper bound the choice must keep (default 0.9)")
 @click.option("--max-steps", default=0, type=click.IntRange(0), help="closed-loop steps (default 3)")
 @click.option("--confirm-profiles", default=0, type=click.IntRange(0),
@@ -141,7 +146,7 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
                no_confirm: bool, window_s: float, request_id: str, inference_workload: str, arrival_rate: float,
                trace_path: str | None, latency_budget: str | None,
                inference_batch_size: int, fleet: bool, priority: float, wait: bool, output: str, attach: str,
-               attach_timeout_s: float, template: str, template_args: tuple[str, ...]) -> None:
+               attach_timeout_s: float, template: str, template_args: tuple[str, ...], seed: int | None) -> None:
     """Submit a training job; prints its id at once (and, with --wait, its progress and summary). With
     --with-inference it serves that inference stream beside the training, the mode and largest batch chosen to
     keep both the power budget and the latency budget (on p95)."""
@@ -184,7 +189,7 @@ def job_submit(conn: Connection, workload: str, device_id: str, board_model: str
             arrival_rate=arrival_rate, arrival_times_s=times, latency_budget_s=budget_s,
             inference_batch_size=inference_batch_size, fleet=fleet, priority=priority, attach=bool(attach),
             attach_timeout_s=attach_timeout_s, confirm_profiles=confirm_profiles, no_confirm=no_confirm,
-            template=template, template_args=args)
+            template=template, template_args=args, seed=seed)
         say(output, f"job {job.job_id} submitted: {job.goal} for {workload or attach or template} on {job.target} — {job.state}"
             + (f": {job.detail}" if job.detail else "")
             + ("" if wait else f" (follow it: jetfleet job show {job.job_id})"), job_id=job.job_id)

@@ -173,6 +173,7 @@ class Job:
     confirms: list[JobConfirm] = field(default_factory=list)   # modes measured before committing (power budgets)
     template: str = ""        # the board agent's job template it launched ('' for other jobs)
     output_tail: list[str] = field(default_factory=list)   # the launched process's last lines of stdout+stderr
+    seed: int = 0             # what picked its profiled modes and its stream's arrivals (`--seed` replays them)
 
     @classmethod
     def from_pb(cls, j: operator_pb2.Job) -> Job:
@@ -195,7 +196,7 @@ class Job:
             [JobRun(r.run_id, r.device_id, r.base_done, r.trained, r.elapsed_s, r.energy_j, r.ended) for r in j.runs],
             j.board_minibatches, [(t.state, t.why, t.at_s) for t in j.history], j.covered, j.choice_note,
             [JobConfirm(c.mode, c.device_id, c.power_w, c.time_ms, c.predicted_power_w_hi, c.over, c.seconds)
-             for c in j.confirms], j.template, list(j.output_tail))
+             for c in j.confirms], j.template, list(j.output_tail), j.seed)
 
     @property
     def target(self) -> str:
@@ -256,7 +257,7 @@ class Job:
                           "time_ms": round(c.time_ms, 3), "predicted_power_w_hi": round(c.predicted_power_w_hi, 3),
                           "over": c.over, "seconds": round(c.seconds, 1)} for c in self.confirms],
             "history": [{"state": st, "why": why, "at_s": at} for st, why, at in self.history],
-            "template": self.template, "output_tail": list(self.output_tail)}
+            "template": self.template, "output_tail": list(self.output_tail), "seed": self.seed}
 
 
 class JobMethods:
@@ -272,7 +273,7 @@ class JobMethods:
                    inference_batch_size: int = 0, fleet: bool = False,
                    priority: float = 0.0, attach: bool = False, attach_timeout_s: float = 0.0,
                    confirm_profiles: int = 0, no_confirm: bool = False, template: str = "",
-                   template_args: Mapping[str, str] | None = None) -> Job:
+                   template_args: Mapping[str, str] | None = None, seed: int | None = None) -> Job:
         """Submit a training job of ``workload`` on a board or any online board of a model, under exactly one goal
         (a power budget in W, a deadline in board seconds, or least energy); its length in ``minibatches`` or
         ``epochs`` x ``minibatches_per_epoch``. Zeros take the controller's defaults (50 profiled modes, balanced
@@ -287,7 +288,8 @@ class JobMethods:
         the job commits to it (at most ``confirm_profiles`` modes, 0 = 3; ``no_confirm`` commits to the model's
         choice unmeasured). ``template``: the agent of ``device_id`` launches that job template of its configuration
         (``template_args``: its --arg values) and the job adopts the process as ``attach`` does; ``workload`` is
-        then the template's name."""
+        then the template's name. ``seed`` picks the profiled modes and the stream's arrivals (None: the job's
+        creation time; a job's ``seed`` replays them)."""
         req = operator_pb2.SubmitJobRequest(
             workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
             deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,
@@ -296,7 +298,7 @@ class JobMethods:
             inference_workload=inference_workload, arrival_rate=arrival_rate, arrival_times_s=list(arrival_times_s),
             latency_budget_s=latency_budget_s, inference_batch_size=inference_batch_size, fleet=fleet,
             priority=priority, attach=attach, attach_timeout_s=attach_timeout_s, confirm_profiles=confirm_profiles,
-            no_confirm=no_confirm, template=template, template_args=dict(template_args or {}))
+            no_confirm=no_confirm, template=template, template_args=dict(template_args or {}), seed=seed)
         return Job.from_pb(self._unary("SubmitJob", req, 120))
 
     def list_jobs(self) -> list[Job]:

@@ -99,7 +99,7 @@ class OnlineProfiler:
         """The k modes, seeded by the job (the active strategy's second half needs a model first: balanced here)."""
         o = self.rec.options
         strategy = "balanced" if o.strategy == "active" else o.strategy
-        return first_batch(strategy, self.catalog, o.profile_modes, seed=int(self.rec.created_s))
+        return first_batch(strategy, self.catalog, o.profile_modes, seed=self.rec.seed)
 
     async def profile(self, device: str) -> None:
         """Profile every mode not profiled yet on ``device`` (held by the job), then transfer the reference (or fit

@@ -45,7 +45,7 @@ class Profiler:
         reference = await asyncio.to_thread(ctx.models.repo.best_reference, rec.target_model, rec.workload)
         k, strategy = rec.options.profile_modes, rec.options.strategy
         if not rec.campaign_ids:
-            await self._campaign(first_batch(strategy, self.catalog, k, seed=int(rec.created_s)))
+            await self._campaign(first_batch(strategy, self.catalog, k, seed=rec.seed))
         while True:
             runs = [ctx.campaigns.get(c) for c in rec.campaign_ids]
             done = sum(r.count("done") for r in runs)
@@ -58,7 +58,7 @@ class Profiler:
             if strategy == "active" and len(rec.campaign_ids) == 1 and second_due:
                 planned = [self.catalog.parse_mode(m) for m in runs[0].modes]
                 picked = await asyncio.to_thread(second_batch, ctx.models.repo, reference, self.catalog,
-                                                 rec.target_model, rec.workload, k, int(rec.created_s), planned)
+                                                 rec.target_model, rec.workload, k, rec.seed, planned)
                 await self._campaign(picked, f"second half, chosen with {left} of the first to measure")
                 continue
             if all(r.rec.status == "done" for r in runs):

@@ -131,7 +131,7 @@ class TrainingRun:
             r = cmd.run_training
             r.inference_workload, r.latency_budget_s = stream.workload, stream.latency_budget_s
             r.inference_batch_size = rec.choice.inference.batch_size
-            r.latency_window_s, r.seed = rec.options.window_s, int(rec.created_s) + run.seq
+            r.latency_window_s, r.seed = rec.options.window_s, rec.seed + run.seq
             if stream.arrival_rate:
                 r.arrival_rate = stream.arrival_rate
             else:
@@ -179,7 +179,7 @@ class TrainingRun:
         await self.move(JobState.APPLYING, f"measuring {stream.workload} inference in {rec.mode} on {device}")
         latency, power_w = await stream_.measure(self.ctx.router, device, stream.workload,
                                                  self.catalog.parse_mode(rec.mode))
-        c = stream_.choose(stream, latency, rec.choice.time_ms / 1e3, int(rec.created_s))
+        c = stream_.choose(stream, latency, rec.choice.time_ms / 1e3, rec.seed)
         how = ("given" if stream.batch_size else
                f"the fastest training of batch sizes {'/'.join(map(str, sorted(c.compared)))} with a simulated p95 "
                f"within {stream_.MARGIN:g} x the budget" if c.within else

@@ -25,7 +25,7 @@ def job_pb(rec: JobRecord, goal: Goal) -> operator_pb2.Job:
         finished_s=rec.finished_s, confidence=o.confidence, max_steps=o.max_steps, window_s=o.window_s,
         profile_modes=o.profile_modes, strategy=o.strategy, fleet=rec.goal == "fleet", priority=o.priority,
         board_minibatches=sum(r.trained for r in rec.runs), covered=rec.choice.covered if rec.choice else True,
-        choice_note=rec.choice.note if rec.choice else "", confirmed=rec.confirmed, template=o.template,
+        choice_note=rec.choice.note if rec.choice else "", confirmed=rec.confirmed, template=o.template, seed=rec.seed,
         output_tail=rec.output_tail)
     if rec.mode:
         msg.mode.CopyFrom(mode_to_pb(mode_of(rec.mode)))

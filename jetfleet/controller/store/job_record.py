@@ -49,6 +49,7 @@ class JobOptions:
     template: str = ""             # issue 25: the agent's job template it launches (attach is then True)
     template_args: dict[str, str] = field(default_factory=dict)   # its --arg values
     profile_steps: int = 0         # an attached job's timed steps per mode profiled online (0: defaults.MINIBATCHES)
+    seed: int | None = None        # its profiled modes and its stream's arrivals (None: its creation time)
 
 
 @dataclass
@@ -247,6 +248,12 @@ class JobRecord:
         """The board its current command went to ('' before the first)."""
         run = self.run
         return run.device_id if run is not None else ""
+
+    @property
+    def seed(self) -> int:
+        """What picks its profiled modes and its inference stream's arrivals: the one it was given, or its creation
+        time (whole seconds)."""
+        return int(self.created_s) if self.options.seed is None else self.options.seed
 
 
 # --- one conversion to and from the stored document -------------------------------------------------------------

@@ -553,7 +553,7 @@ class OptimizeResponse(_message.Message):
     def __init__(self, model_id: _Optional[str] = ..., goal: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., mode_name: _Optional[str] = ..., predicted_time_ms: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., epoch_s: _Optional[float] = ..., energy_per_epoch_j: _Optional[float] = ..., applied: _Optional[_Iterable[_Union[Applied, _Mapping]]] = ..., confidence: _Optional[float] = ..., predicted_time_ms_lo: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w_lo: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., at_risk: bool = ..., outside_coverage: bool = ..., coverage_note: _Optional[str] = ...) -> None: ...
 
 class SubmitJobRequest(_message.Message):
-    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "confirm_profiles", "no_confirm", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size", "fleet", "priority", "attach", "attach_timeout_s", "template", "template_args")
+    __slots__ = ("workload", "device_id", "board_model", "power_budget_w", "deadline_s", "min_energy", "minibatches", "epochs", "minibatches_per_epoch", "profile_modes", "strategy", "confidence", "max_steps", "window_s", "request_id", "confirm_profiles", "no_confirm", "seed", "inference_workload", "arrival_rate", "arrival_times_s", "latency_budget_s", "inference_batch_size", "fleet", "priority", "attach", "attach_timeout_s", "template", "template_args")
     class TemplateArgsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -578,6 +578,7 @@ class SubmitJobRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_PROFILES_FIELD_NUMBER: _ClassVar[int]
     NO_CONFIRM_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
     INFERENCE_WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     ARRIVAL_RATE_FIELD_NUMBER: _ClassVar[int]
     ARRIVAL_TIMES_S_FIELD_NUMBER: _ClassVar[int]
@@ -606,6 +607,7 @@ class SubmitJobRequest(_message.Message):
     request_id: str
     confirm_profiles: int
     no_confirm: bool
+    seed: int
     inference_workload: str
     arrival_rate: float
     arrival_times_s: _containers.RepeatedScalarFieldContainer[float]
@@ -617,7 +619,7 @@ class SubmitJobRequest(_message.Message):
     attach_timeout_s: float
     template: str
     template_args: _containers.ScalarMap[str, str]
-    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., confirm_profiles: _Optional[int] = ..., no_confirm: bool = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ..., fleet: bool = ..., priority: _Optional[float] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ..., template: _Optional[str] = ..., template_args: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, workload: _Optional[str] = ..., device_id: _Optional[str] = ..., board_model: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., epochs: _Optional[int] = ..., minibatches_per_epoch: _Optional[int] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., request_id: _Optional[str] = ..., confirm_profiles: _Optional[int] = ..., no_confirm: bool = ..., seed: _Optional[int] = ..., inference_workload: _Optional[str] = ..., arrival_rate: _Optional[float] = ..., arrival_times_s: _Optional[_Iterable[float]] = ..., latency_budget_s: _Optional[float] = ..., inference_batch_size: _Optional[int] = ..., fleet: bool = ..., priority: _Optional[float] = ..., attach: bool = ..., attach_timeout_s: _Optional[float] = ..., template: _Optional[str] = ..., template_args: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class JobStep(_message.Message):
     __slots__ = ("t_s", "at_minibatch", "from_mode", "to_mode", "reason", "observed_power_w", "observed_time_ms", "predicted_power_w", "predicted_power_w_hi", "predicted_time_ms", "kind", "predicted_time_ms_hi")
@@ -662,7 +664,7 @@ class JobSegment(_message.Message):
     def __init__(self, mode: _Optional[str] = ..., device_id: _Optional[str] = ..., minibatches: _Optional[int] = ..., seconds: _Optional[float] = ..., energy_j: _Optional[float] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk", "priority", "fleet", "inference", "waiting_for", "verdict", "history", "runs", "board_minibatches", "covered", "choice_note", "confirms", "confirmed", "template", "output_tail")
+    __slots__ = ("job_id", "workload", "target_device", "target_model", "goal", "power_budget_w", "deadline_s", "min_energy", "minibatches", "state", "detail", "device_id", "model_id", "campaign_id", "minibatches_done", "elapsed_s", "energy_j", "eta_s", "mode", "predicted_time_ms", "predicted_time_ms_hi", "predicted_power_w", "predicted_power_w_hi", "observed_time_ms", "observed_power_w", "steps", "segments", "goal_kept", "created_s", "finished_s", "confidence", "max_steps", "window_s", "profile_modes", "strategy", "at_risk", "priority", "fleet", "inference", "waiting_for", "verdict", "history", "runs", "board_minibatches", "covered", "choice_note", "confirms", "confirmed", "template", "output_tail", "seed")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     TARGET_DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -713,6 +715,7 @@ class Job(_message.Message):
     CONFIRMED_FIELD_NUMBER: _ClassVar[int]
     TEMPLATE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TAIL_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     workload: str
     target_device: str
@@ -763,7 +766,8 @@ class Job(_message.Message):
     confirmed: bool
     template: str
     output_tail: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ..., priority: _Optional[float] = ..., fleet: bool = ..., inference: _Optional[_Union[JobInference, _Mapping]] = ..., waiting_for: _Optional[str] = ..., verdict: _Optional[_Union[JobVerdict, _Mapping]] = ..., history: _Optional[_Iterable[_Union[JobTransition, _Mapping]]] = ..., runs: _Optional[_Iterable[_Union[JobRun, _Mapping]]] = ..., board_minibatches: _Optional[int] = ..., covered: bool = ..., choice_note: _Optional[str] = ..., confirms: _Optional[_Iterable[_Union[JobConfirm, _Mapping]]] = ..., confirmed: bool = ..., template: _Optional[str] = ..., output_tail: _Optional[_Iterable[str]] = ...) -> None: ...
+    seed: int
+    def __init__(self, job_id: _Optional[str] = ..., workload: _Optional[str] = ..., target_device: _Optional[str] = ..., target_model: _Optional[str] = ..., goal: _Optional[str] = ..., power_budget_w: _Optional[float] = ..., deadline_s: _Optional[float] = ..., min_energy: bool = ..., minibatches: _Optional[int] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., device_id: _Optional[str] = ..., model_id: _Optional[str] = ..., campaign_id: _Optional[str] = ..., minibatches_done: _Optional[int] = ..., elapsed_s: _Optional[float] = ..., energy_j: _Optional[float] = ..., eta_s: _Optional[float] = ..., mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., predicted_time_ms: _Optional[float] = ..., predicted_time_ms_hi: _Optional[float] = ..., predicted_power_w: _Optional[float] = ..., predicted_power_w_hi: _Optional[float] = ..., observed_time_ms: _Optional[float] = ..., observed_power_w: _Optional[float] = ..., steps: _Optional[_Iterable[_Union[JobStep, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[JobSegment, _Mapping]]] = ..., goal_kept: bool = ..., created_s: _Optional[float] = ..., finished_s: _Optional[float] = ..., confidence: _Optional[float] = ..., max_steps: _Optional[int] = ..., window_s: _Optional[float] = ..., profile_modes: _Optional[int] = ..., strategy: _Optional[str] = ..., at_risk: bool = ..., priority: _Optional[float] = ..., fleet: bool = ..., inference: _Optional[_Union[JobInference, _Mapping]] = ..., waiting_for: _Optional[str] = ..., verdict: _Optional[_Union[JobVerdict, _Mapping]] = ..., history: _Optional[_Iterable[_Union[JobTransition, _Mapping]]] = ..., runs: _Optional[_Iterable[_Union[JobRun, _Mapping]]] = ..., board_minibatches: _Optional[int] = ..., covered: bool = ..., choice_note: _Optional[str] = ..., confirms: _Optional[_Iterable[_Union[JobConfirm, _Mapping]]] = ..., confirmed: bool = ..., template: _Optional[str] = ..., output_tail: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class JobVerdict(_message.Message):
     __slots__ = ("judged", "kept", "constraint", "objective", "text")
