@@ -161,7 +161,7 @@ def minimal(n: int, window_s: float, procs: int) -> list[dict[str, float]]:
     loads = start_load(address, n, procs)
     try:
         wait_welcomed(loads, n, server_pid=server.pid)
-        time.sleep(2.0)
+        time.sleep(min(2.0, 2 * window_s))   # past the sessions' first messages, as the controller's windows are
         return windows(server.pid, loads, lambda: ask(server)[0], window_s)
     finally:
         stop_all(loads)

@@ -25,7 +25,7 @@ SMOKE = {
     "lab": (["--small", "random:3", "--large", "random:6", "--speeds", "inf"], ["random:3", "random:6", "modes in"]),
     "campaign": (["--slow-modes", "3", "--fast-modes", "4", "--repeat", "1", "--backends", "sqlite"],
                  ["sqlite, slow fsync, 3 modes", "ratio", "limit"]),
-    "fleet": (["--agents", "12", "--big", "15", "--window", "1", "--rounds", "1", "--mode-sets", "3",
+    "fleet": (["--agents", "12", "--big", "15", "--window", "0.3", "--rounds", "1", "--mode-sets", "3",
                "--load-procs", "1", "--controller-cpus", "0", "--load-cpus", "0", "--max-hellos", "4",
                "--connect-rate", "1000"],
               ["N=12, round 1", "ratio", "mode set at N=12",

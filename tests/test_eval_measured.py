@@ -62,6 +62,7 @@ def test_without_profiles_it_commits_to_a_known_mode_or_the_models_choice():
     assert e.value.field == "power_budget_w"
 
 
+@pytest.mark.slow   # an evaluation (k = 50 twice over 10 budgets): ~14 s
 def test_the_measured_evaluation_on_the_real_tx2_grid_meets_the_choice_targets(shared_data, tmp_path):
     """The quick variant (k = 50, two repeats, 800x800 from 200x200) holds the issue's targets: confirm before
     committing keeps every choice within 5% of its budget after the loop and all but one before it, at a median

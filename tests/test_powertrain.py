@@ -37,7 +37,7 @@ def test_pareto_front_and_goals():
 
 
 def test_transfer_beats_scratch_on_the_twin_with_50_modes():
-    refs = train_references(twin_truth("agx-orin", "resnet18", seed=1), epochs=60)
+    refs = train_references(twin_truth("agx-orin", "resnet18", seed=1), epochs=25)   # 16.6% against scratch 25.0%
     target = twin_truth("agx-orin", "mobilenet_v3", seed=1)
     tr = run_trial(refs, target, 50, seed=0)
     assert P.mape(tr.transfer_time, target.time_ms) < P.mape(tr.scratch_time, target.time_ms)
@@ -85,7 +85,7 @@ def test_operator_workflow_train_transfer_optimize_apply_verify(lab, tmp_path):
     ref_csv = tmp_path / "ref.csv"
     ref_csv.write_text(csv_text(twin_truth("agx-orin", "resnet18", grid="powertrain")))
     assert run(lab, "profiles", "import", str(ref_csv))["rows"] == 4368
-    ref = run(lab, "model", "train-reference", "--board-model", "agx-orin", "--workload", "resnet18", "--epochs", "20")
+    ref = run(lab, "model", "train-reference", "--board-model", "agx-orin", "--workload", "resnet18", "--epochs", "8")
     assert ref["kind"] == "reference" and ref["training_modes"] == 4368
     camp = run(lab, "profile", "start", "--workload", "mobilenet_v3", "--device", "orin-nano-1", "--modes", "random:30",
                "--minibatches", "10", "--wait")
