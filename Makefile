@@ -49,17 +49,10 @@ gpu-check: $(STAMP)
 # --randomly-seed=N replays an order). With CI=true a skipped test fails unless it is a documented optional case
 # (tests/conftest.py). Each run goes through .ci/sweep.py: whatever a run leaves running (a test's child that
 # outlived an aborted interpreter) is listed, killed, and fails the run. --durations names the slowest tests.
-# The boards' Pythons (test-boards) run beside the main suite, which keeps one core busy of two (76 s idle after
-# it, ~10 s beside it); their output is printed after the main suite's, and either failing fails make test.
 SWEEP := $(PY) .ci/sweep.py
-BOARDS_LOG := $(VENV)/test-boards.log
 test: $(STAMP) system-deps
-	@echo "== the agent tests on the boards' Pythons run beside the main suite (output after it)"
-	@$(MAKE) --no-print-directory test-boards >$(BOARDS_LOG) 2>&1 & boards=$$!; \
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(SWEEP) $(PY) -m pytest -q -p no:cacheprovider -m "not slow" --durations=10; \
-	main=$$?; wait $$boards; rc=$$?; cat $(BOARDS_LOG); \
-	[ $$rc -eq 0 ] || echo "error: the agent tests on the boards' Pythons failed (above)"; \
-	[ $$main -eq 0 ] && [ $$rc -eq 0 ]
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(SWEEP) $(PY) -m pytest -q -p no:cacheprovider -m "not slow" --durations=10
+	$(MAKE) --no-print-directory test-boards
 
 # The agent side on the boards' Pythons: JetPack 5 ships CPython 3.8, JetPack 6 CPython 3.10. A venv per
 # interpreter (from pyenv) with the `agent` extra and no torch, kept until pyproject.toml changes; the
