@@ -82,10 +82,8 @@ class JobChecks:
                           window_s=req.window_s or c.window_s, epochs=req.epochs,
                           minibatches_per_epoch=req.minibatches_per_epoch, request_id=req.request_id,
                           attach=attach, attach_timeout_s=req.attach_timeout_s, template=req.template,
-                          template_args=dict(req.template_args),
-                          seed=req.seed if req.HasField("seed") else None)
+                          template_args=dict(req.template_args), seed=given_seed(req))
         bounded(opts.profile_modes, 10, 1000, "profile_modes")
-        check_seed(req)
         bounded(opts.confidence, 0.5, 0.99, "confidence")
         bounded(opts.max_steps, 0, 10, "max_steps")
         bounded(opts.window_s, 1.0, 3600.0, "window_s")
@@ -133,9 +131,8 @@ class JobChecks:
         await asyncio.to_thread(self.fleet.candidates, req.workload, confidence)
         opts = JobOptions(confidence=confidence, max_steps=0, window_s=req.window_s or c.window_s, priority=priority,
                           request_id=req.request_id, epochs=req.epochs, minibatches_per_epoch=req.minibatches_per_epoch,
-                          seed=req.seed if req.HasField("seed") else None)
+                          seed=given_seed(req))
         bounded(opts.window_s, 1.0, 3600.0, "window_s")
-        check_seed(req)
         return JobRecord(req.request_id or uuid.uuid4().hex[:12], req.workload, "", "", "fleet", 0.0,
                          req.deadline_s, minibatches, self.wall(), opts)
 
@@ -164,10 +161,13 @@ class JobChecks:
 MAX_SEED = 2**63 - 1   # a signed 64-bit integer wherever the record is read (SQLite, Redis, JSON)
 
 
-def check_seed(req: operator_pb2.SubmitJobRequest) -> None:
-    """A given seed fits a signed 64-bit integer."""
-    if req.HasField("seed") and req.seed > MAX_SEED:
+def given_seed(req: operator_pb2.SubmitJobRequest) -> int | None:
+    """The seed the request gives (None: none, the job's creation time), checked to fit a signed 64-bit integer."""
+    if not req.HasField("seed"):
+        return None
+    if req.seed > MAX_SEED:
         raise InvalidArgument(f"seed {req.seed}: expected 0..{MAX_SEED}", field="seed")
+    return req.seed
 
 
 def confirm_profiles(req: operator_pb2.SubmitJobRequest, kind: str, stream: bool, attach: bool) -> int:
