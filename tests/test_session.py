@@ -11,6 +11,7 @@ import stat
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,43 @@ def test_only_the_steps_the_agent_asks_for_are_timed(tmp_path):
         assert 4 <= timed < 100, a.session().timed
     finally:
         a.close()
+
+
+class QueuedDevice:
+    """An asynchronous device as CUDA is one: ``launch`` queues ``seconds`` of work and returns at once, ``sync``
+    returns when the queue has drained (the session's synchronisation; there is no CUDA here)."""
+
+    def __init__(self) -> None:
+        self.busy_until = 0.0
+        self.syncs = 0
+
+    def launch(self, seconds: float) -> None:
+        self.busy_until = max(time.perf_counter(), self.busy_until) + seconds
+
+    def sync(self) -> None:
+        self.syncs += 1
+        while time.perf_counter() < self.busy_until:
+            time.sleep(max(0.0, self.busy_until - time.perf_counter()))
+
+
+def test_short_gpu_steps_are_timed_in_groups_synchronised_only_at_their_ends(tmp_path, monkeypatch):
+    """Steps that queue 1 ms of device work each and return at once: the timed groups measure the device's time
+    (1 ms a step, not the loop's microseconds), and the device is synchronised at each group's end, not per step."""
+    dev = QueuedDevice()
+    monkeypatch.setattr("jetfleet.session.client._cuda_sync", lambda: dev.sync)
+    a = Agent(EmulatedBoard("agx-xavier", 3, speed=float("inf")), tmp_path / "q.sock", time_steps=300,
+              time_every=10_000)
+    try:
+        a.call(a.server.start())
+        with Session("resnet18", path=str(tmp_path / "q.sock")) as s:
+            for _ in range(300):
+                dev.launch(0.001)
+                s.step()
+        timed = a.session().timed
+    finally:
+        a.close()
+    steps = sum(n for n, _ in timed)
+    # all 300 timed, but for a last group shorter than MIN_GROUP_S when the session closed (at most 5 steps of 1 ms)
+    assert steps >= 300 - 5 and all(sec >= MIN_GROUP_S for _, sec in timed), timed
+    assert 0.001 <= sum(sec for _, sec in timed) / steps < 0.0013, timed      # the device's time per step
+    assert dev.syncs <= len(timed) + 1 < 300 // 3, (dev.syncs, len(timed))    # once to start, once per group

@@ -4,7 +4,8 @@ Cheap by design: ``step()`` adds to a counter and reads a monotonic clock; the s
 every ``batch_steps`` steps or ``flush_s`` seconds, whichever comes first, and the agent's reply says whether to
 time the next steps one by one. Only those steps are timed, and only then is CUDA synchronised (when torch is
 imported and has initialised CUDA): the rest of training stays asynchronous. Steps shorter than ``MIN_GROUP_S``
-are timed in groups (a timer's resolution and the call itself would swamp one alone).
+are timed in groups (a timer's resolution and the call itself would swamp one alone), synchronised at the group's
+ends only.
 
 On an emulated board the agent paces the reports: a report returns once the twin has run those steps of the
 user's model in the board's current mode (at the lab's speed), so the board's clock, power and energy follow the
@@ -182,11 +183,13 @@ class Session:
             self.flush()
 
     def _timed_step(self, n: int, now: float) -> float:
-        if self._sync is not None:
-            self._sync()
-            now = time.perf_counter()
         self._group_steps += n
         self._to_time -= n
+        # CUDA is synchronised only where a group may close: the unsynchronised clock never runs ahead of the GPU's
+        # work, so while it says the group is shorter than MIN_GROUP_S (and steps asked for remain) the GPU's is too
+        if self._sync is not None and (now - self._group_start >= MIN_GROUP_S or self._to_time <= 0):
+            self._sync()
+            now = time.perf_counter()
         if now - self._group_start >= MIN_GROUP_S:
             self._timed.append([self._group_steps, now - self._group_start])
             self._group_start, self._group_steps = now, 0
