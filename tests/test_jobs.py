@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from jetfleet.cli.main import cli
 from jetfleet.client import OperatorClient
+from jetfleet.controller.jobs.context import JobsConfig
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, NotFound
 from jetfleet.shared.proto import operator_pb2 as op
 
@@ -299,12 +300,32 @@ def test_bad_jobs_are_refused_naming_the_problem_and_nothing_is_stored(lab, targ
     assert lab.do(lambda: lab.lab.controller.store.list_jobs()) == []
 
 
-def test_a_job_without_any_reference_is_refused(tmp_path):
-    lt = LabThread(str(tmp_path / "data"), [NANO]).start()
+def test_a_first_builtin_job_on_a_lab_with_no_reference_fits_from_scratch_and_says_so(tmp_path):
+    """A lab's first job (no model, no reference to transfer from) is not refused: it profiles twice the default k
+    unless given one, fits its networks from scratch on them, and `job show` says so with the fit's held-out error
+    and how a reference would improve it."""
+    lt = LabThread(str(tmp_path / "data"), []).start()
     try:
-        with OperatorClient(lt.address) as c, pytest.raises(NotFound, match="no reference model"):
-            c.call("SubmitJob", op.SubmitJobRequest(workload="lstm", device_id="orin-nano-0", power_budget_w=10,
-                                                    minibatches=100))
+        lt.do(lambda: lt.lab.add_agent(NANO, speed=float("inf")))
+        lt.call(lt.lab.wait_online(1))
+        store = lt.lab.controller.store
+        assert lt.do(lambda: store.list_docs("model")) == []
+        with OperatorClient(lt.address) as c:
+            default_k = c.call("SubmitJob", op.SubmitJobRequest(workload="resnet18", device_id="orin-nano-0",
+                                                                power_budget_w=10, minibatches=100, seed=3))
+            c.call("CancelJob", op.CancelJobRequest(job_id=default_k.job_id))
+            job = c.call("SubmitJob", op.SubmitJobRequest(workload="lstm", device_id="orin-nano-0", power_budget_w=10,
+                                                          minibatches=100, profile_modes=12, seed=3))
+        assert lt.do(lambda: store.get_job(default_k.job_id)).options.profile_modes == 2 * JobsConfig().profile_modes
+        final = wait_job(lt, job.job_id, timeout_s=120)
+        assert final.state == "done", final.detail
+        doc = lt.do(lambda: store.list_docs("model"))[-1]
+        assert doc["kind"] == "scratch" and len(doc["training_modes"]) == 12 and doc["workload"] == "lstm"
+        assert "model fitted from scratch on 12 profiled modes" in final.detail and "train-reference" in final.detail
+        # the board trained the job's 100 minibatches (its own count), after the 12 modes were profiled on it
+        trained = lt.do(lambda: sum(n for c, n in lt.lab.agents[0].link.executor.trained.items()
+                                    if c.startswith(job.job_id + "-")))
+        assert trained == final.minibatches_done == 100
     finally:
         lt.close()
 

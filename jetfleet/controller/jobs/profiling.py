@@ -1,7 +1,9 @@
 """A job's model stage: the calibrated model of (board model, workload) if there is one; otherwise profile k modes
 with the job's strategy (a campaign of its own, whose modes take the boards' leases one at a time) and transfer
-the best reference to them with 5-fold calibration. The active strategy chooses its second half while the first
-half's last modes are still on the boards."""
+the best reference to them with 5-fold calibration — or, on a lab with no reference at all, fit the same networks
+from scratch on them, calibrated the same way (a model of kind ``scratch``; the job's k is then twice the default
+unless given: ``submit.SCRATCH_FACTOR``). The active strategy chooses its second half while the first half's last
+modes are still on the boards (with no reference, all k are the balanced strategy's)."""
 
 from __future__ import annotations
 
@@ -42,8 +44,10 @@ class Profiler:
             rec.model_id = doc["model_id"]
             await self.save()
             return
-        reference = await asyncio.to_thread(ctx.models.repo.best_reference, rec.target_model, rec.workload)
+        reference = await asyncio.to_thread(ctx.models.repo.reference_for, rec.target_model, rec.workload)
         k, strategy = rec.options.profile_modes, rec.options.strategy
+        if reference is None and strategy == "active":   # its second half is chosen by a transferred model
+            strategy = "balanced"
         if not rec.campaign_ids:
             await self._campaign(first_batch(strategy, self.catalog, k, seed=rec.seed))
         while True:
@@ -55,7 +59,7 @@ class Profiler:
                     raise FailedPrecondition(f"its profiling campaign {r.rec.campaign_id} was cancelled", field="job")
             left = total - done - sum(r.count("failed") for r in runs)
             second_due = done >= ACTIVE_MIN_DONE and left <= self._lookahead(runs[0], len(targets()))
-            if strategy == "active" and len(rec.campaign_ids) == 1 and second_due:
+            if strategy == "active" and reference is not None and len(rec.campaign_ids) == 1 and second_due:
                 planned = [self.catalog.parse_mode(m) for m in runs[0].modes]
                 picked = await asyncio.to_thread(second_batch, ctx.models.repo, reference, self.catalog,
                                                  rec.target_model, rec.workload, k, rec.seed, planned)
@@ -70,7 +74,9 @@ class Profiler:
                                                 + (f": {waiting}" if waiting else ""),
                             waiting_for="a board" if waiting else "")
             await self.pause()
-        await self.move(JobState.MODELLING, f"transferring {reference['model_id']} to {done} profiled modes")
+        await self.move(JobState.MODELLING, f"transferring {reference['model_id']} to {done} profiled modes"
+                        if reference is not None else
+                        f"fitting from scratch on {done} profiled modes (no reference model to transfer from)")
         doc = await asyncio.to_thread(ctx.models.transfer_doc, reference, rec.target_model, rec.workload,
                                       baseline=False)
         rec.model_id = doc["model_id"]

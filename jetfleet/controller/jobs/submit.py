@@ -139,9 +139,9 @@ class JobChecks:
     def _feasible(self, model: str, workload: str, goal: Goal, minibatches: int, opts: JobOptions,
                   asked_modes: int) -> None:
         """With a model already there, refuse a goal no mode can meet now; without one, refuse unless there are
-        enough modes to profile and, for a built-in workload, a reference to transfer from (an attached job fits
-        from scratch without one: ``online.py``), and size an attached job's online profiling to its length
-        (blocking: it may predict a catalog)."""
+        enough modes to profile; size an attached job's online profiling to its length, and a built-in workload's
+        profiling with no reference to transfer from (a lab's first job: it fits from scratch) to
+        ``SCRATCH_FACTOR`` times the default k unless k was given (blocking: it may predict a catalog)."""
         repo = self.models.repo
         doc = repo.find(model, workload)
         catalog = self.campaigns.catalog_for("", model)
@@ -149,14 +149,16 @@ class JobChecks:
             if opts.attach:
                 p = online.plan(minibatches, asked_modes, opts.profile_modes)
                 opts.profile_modes, opts.profile_steps = p.modes, p.timed_steps
-            else:
-                repo.best_reference(model, workload)
+            elif not asked_modes and repo.reference_for(model, workload) is None:
+                opts.profile_modes = min(catalog.size, SCRATCH_FACTOR * opts.profile_modes)
             if opts.profile_modes > catalog.size:
                 raise InvalidArgument(f"profile_modes={opts.profile_modes}: {model} has {catalog.size} modes",
                                       field="profile_modes")
             return
         goal.choose(self.cache.get(doc, catalog, opts.confidence), minibatches)
 
+
+SCRATCH_FACTOR = 2      # a fit from scratch (no reference) profiles this many times the default k
 
 MAX_SEED = 2**63 - 1   # a signed 64-bit integer wherever the record is read (SQLite, Redis, JSON)
 
