@@ -122,7 +122,8 @@ def job_group() -> None:
 @click.option("--confidence", default=0.0, type=float, help="of the upper bound the choice must keep (default 0.9)")
 @click.option("--max-steps", default=0, type=click.IntRange(0), help="closed-loop steps (default 3)")
 @click.option("--confirm-profiles", default=0, type=click.IntRange(0),
-              help="a power budget's choice: modes measured on the board before committing (default 3)")
+              help="a power budget's choice: modes measured on the board before committing (default 3; an "
+                   "attached job's on its own steps, as many as fit in a quarter of them)")
 @click.option("--no-confirm", is_flag=True, help="commit to the model's choice without measuring it first")
 @click.option("--window", "window_s", default=0.0, type=float, help="board seconds per power check (default 10)")
 @click.option("--request-id", default="", help="a retried submit with this id returns the same job")

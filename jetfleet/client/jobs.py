@@ -284,12 +284,12 @@ class JobMethods:
         the trace ``arrival_times_s``) within ``latency_budget_s`` on p95, batches of up to ``inference_batch_size``
         (0: the controller chooses). ``attach``: adopt the operator's own training process on ``device_id``, whose
         session (``jetfleet.session``) is named ``workload``; it must join and keep stepping within
-        ``attach_timeout_s`` (0: 60 s). A power budget's choice of a built-in workload is measured on the board before
-        the job commits to it (at most ``confirm_profiles`` modes, 0 = 3; ``no_confirm`` commits to the model's
-        choice unmeasured). ``template``: the agent of ``device_id`` launches that job template of its configuration
-        (``template_args``: its --arg values) and the job adopts the process as ``attach`` does; ``workload`` is
-        then the template's name. ``seed`` picks the profiled modes and the stream's arrivals (None: the job's
-        creation time; a job's ``seed`` replays them)."""
+        ``attach_timeout_s`` (0: 60 s). A power budget's choice is measured on the board before the job commits to it
+        (at most ``confirm_profiles`` modes, 0 = 3, an attached job's on its own steps and as many as fit in a
+        quarter of them; ``no_confirm`` commits to the model's choice unmeasured). ``template``: the agent of
+        ``device_id`` launches that job template of its configuration (``template_args``: its --arg values) and the
+        job adopts the process as ``attach`` does; ``workload`` is then the template's name. ``seed`` picks the
+        profiled modes and the stream's arrivals (None: the job's creation time; a job's ``seed`` replays them)."""
         req = operator_pb2.SubmitJobRequest(
             workload=workload, device_id=device_id, board_model=board_model, power_budget_w=power_budget_w,
             deadline_s=deadline_s, min_energy=min_energy, minibatches=minibatches, epochs=epochs,

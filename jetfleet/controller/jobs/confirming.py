@@ -5,10 +5,14 @@ measured or the profiles allowed (``JobOptions.confirm_profiles``, default 3) ar
 fastest mode measured within the budget (its board model's stored profiles of the workload count: they were
 measured too), else to the model's corrected choice.
 
+A built-in workload's choice is measured by a profile command (a measurement, not training: nothing of the job's
+length is spent); an attached job's on the operator's own steps (``online.OnlineProfiler.measure``: the mode
+applied, warm-up, timed steps with their energy), which are its training and count toward its length.
+
 Every profile is stored in the job's record as it comes back (``JobRecord.confirms``), so a controller restart
-replays them into the model and goes on from the next; a profile in flight at a restart is measured again (a
-measurement, not training: nothing of the job's length is spent). The profiles' board seconds are the job's cost of
-confirming, printed in its summary."""
+replays them into the model and goes on from the next; a profile in flight at a restart is measured again (its
+commands are sent again under the same ids: a board runs each once). The profiles' board seconds are the job's cost
+of confirming, printed in its summary."""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from jetfleet.shared.summary import summarise
 
 log = logging.getLogger(__name__)
 Move = Callable[..., Awaitable[None]]
+Measure = Callable[[str, str], Awaitable[tuple[float, float, float]]]   # (device, mode) -> (W, ms per step, board s)
 
 
 def needs_confirming(rec: JobRecord) -> bool:
@@ -60,9 +65,10 @@ class Confirmer:
     """Measures a power budget's choice on the job's board before the job commits (module docstring)."""
 
     def __init__(self, ctx: JobContext, rec: JobRecord, catalog: Catalog, feedback: Feedback, index: dict[str, int],
-                 move: Move, save: Callable[[], Awaitable[None]]) -> None:
+                 move: Move, save: Callable[[], Awaitable[None]], measure: Measure | None = None) -> None:
         self.ctx, self.rec, self.catalog, self.feedback, self.index = ctx, rec, catalog, feedback, index
         self.move, self.save = move, save
+        self.measure: Measure = measure or self._profile
 
     async def confirm(self, device: str) -> None:
         """Profile on ``device`` (held by the job) until the choice stands; then commit and store it."""
@@ -80,7 +86,7 @@ class Confirmer:
             hi_w = float(self.feedback.predictions().power_hi[i])
             await self.move(JobState.APPLYING, f"confirming the choice on {device}: measuring {mode} "
                                                f"({conf.used + 1} of at most {conf.profiles})")
-            power_w, time_ms, seconds = await self._profile(device, mode)
+            power_w, time_ms, seconds = await self.measure(device, mode)
             over = power_w > rec.power_budget_w
             rec.confirms.append(Confirmed(mode, device, power_w, time_ms, hi_w, over, seconds))
             conf.add(Observation(i, power_w, time_ms))

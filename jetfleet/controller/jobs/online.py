@@ -79,6 +79,20 @@ def plan(minibatches: int, asked_modes: int, default_modes: int) -> ProfilePlan:
             "--profile-modes (or none: it is then sized to the job) or a longer job", field="profile_modes")
     return ProfilePlan(k, min(defaults.MINIBATCHES, share // k - WARMUP_STEPS))
 
+
+def confirm_fit(minibatches: int, timed_steps: int, asked: int, default: int) -> int:
+    """How many modes an attached job's power budget measures on its own steps before committing (``confirming.py``):
+    each takes ``WARMUP_STEPS`` + ``timed_steps`` of the job's steps, all of them at most ``PROFILE_SHARE`` of the
+    job. The number asked for (``asked``, 0: none) if it fits, else InvalidArgument naming ``confirm_profiles`` and
+    the most that fit; the default shrunk to what fits (0: the job commits to the model's choice)."""
+    most = int(PROFILE_SHARE * minibatches) // (WARMUP_STEPS + timed_steps)
+    if asked > most:
+        raise InvalidArgument(
+            f"confirm_profiles={asked}: an attached job of {minibatches} steps measures at most {most} modes on its "
+            f"own steps before committing ({PROFILE_SHARE:.0%} of them, {WARMUP_STEPS} warm-up + {timed_steps} timed "
+            "steps each); give fewer or a longer job", field="confirm_profiles")
+    return asked or min(default, most)
+
 Move = Callable[..., Awaitable[None]]
 
 
@@ -141,8 +155,30 @@ class OnlineProfiler:
         rec.model_id = doc["model_id"]
         await self.save()
 
-    async def _steps(self, device: str, cid: str, steps: int) -> agent_pb2.CommandResult:
-        """``steps`` of the user's training in the board's current mode, counted into the job's progress."""
+    async def measure(self, device: str, mode: str) -> tuple[float, float, float]:
+        """Confirm a choice on the user's steps (``confirming.py``): apply ``mode``, let the warm-up pass, time the
+        plan's timed steps with their energy; (mean W, median ms per step, board seconds of the timed steps). The
+        steps are the job's training (counted toward its length, not as online profiling); the profile is stored
+        under the job's source like the online profiles, for later models of the workload."""
+        rec, ctx = self.rec, self.ctx
+        n = len(rec.confirms)
+        result = await ctx.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
+            mode=mode_to_pb(self.catalog.parse_mode(mode)))))
+        confirmed = str(mode_from_pb(result.confirmed_mode))
+        rec.mode = confirmed
+        await self._steps(device, f"{rec.job_id}-c{n}w", WARMUP_STEPS, profiling=False)
+        t = (await self._steps(device, f"{rec.job_id}-c{n}", rec.options.profile_steps or defaults.MINIBATCHES,
+                               profiling=False)).training
+        power_w, time_ms = t.energy_j / t.elapsed_s, statistics.median(t.minibatch_times_s) * 1e3
+        await asyncio.to_thread(ctx.store.record_result, ProfileRecord(
+            source_of(rec.job_id), confirmed, 0, rec.target_model, device, rec.workload, time_ms, power_w, ctx.wall(),
+            minibatch_time_mean_ms=statistics.fmean(t.minibatch_times_s) * 1e3,
+            energy_j=t.energy_j / len(t.minibatch_times_s), steady_state_found=True))
+        return power_w, time_ms, t.elapsed_s
+
+    async def _steps(self, device: str, cid: str, steps: int, profiling: bool = True) -> agent_pb2.CommandResult:
+        """``steps`` of the user's training in the board's current mode, counted into the job's progress, and into
+        the online profiling's cost (or, ``profiling`` False, the confirmation's steps)."""
         rec, ctx = self.rec, self.ctx
         result = await ctx.router.send(device, agent_pb2.Command(run_training=agent_pb2.RunTraining(
             workload=rec.workload, minibatches=steps, attach=True, attach_timeout_s=rec.options.attach_timeout_s,
@@ -153,6 +189,9 @@ class OnlineProfiler:
         rec.minibatches_done += n
         rec.energy_j += t.energy_j
         rec.elapsed_s += t.elapsed_s
-        rec.profiled_steps += n
-        rec.profiled_s += t.elapsed_s
+        if profiling:
+            rec.profiled_steps += n
+            rec.profiled_s += t.elapsed_s
+        else:
+            rec.confirmed_steps += n
         return result

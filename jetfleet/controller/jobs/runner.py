@@ -200,8 +200,14 @@ class JobRunner:
     async def _confirm(self, device: str) -> None:
         """Measure the power budget's choice on the board the job holds before committing (``confirming.py``)."""
         assert self.catalog is not None and self.loop is not None
+        measure = (OnlineProfiler(self.ctx, self.rec, self.catalog, self.move, self.save, self.check_cancel).measure
+                   if self.rec.options.attach else None)   # an attached job's choice is measured on its own steps
         await Confirmer(self.ctx, self.rec, self.catalog, self.loop.feedback, self.loop.index, self.move,
-                        self.save).confirm(device)
+                        self.save, measure).confirm(device)
+        c = self.rec.choice
+        if c is not None and self.scratch_note and self.scratch_note not in c.note:   # the model it chose on
+            c.note = "; ".join(n for n in (c.note, self.scratch_note) if n)
+            await self.save()
 
     def _targets(self) -> list[str]:
         """The boards the job may run on: its device, or the boards of its model that offer its workload."""
@@ -314,7 +320,7 @@ class JobRunner:
         mean_w = rec.energy_j / rec.elapsed_s if rec.elapsed_s > 0 else math.nan
         modes = ", ".join(f"{s.mode} {s.seconds:.0f} s" for s in rec.segments)
         undone = sum(s.kind == "undo" for s in rec.steps)
-        trained = sum(r.trained for r in rec.runs) + rec.profiled_steps   # an attached job's profiled steps too
+        trained = rec.board_trained
         again = trained - rec.minibatches_done
         boards = (f"the boards trained {trained} minibatches for it" + (f" ({again} again after a move)" if again > 0
                                                                         else ""))

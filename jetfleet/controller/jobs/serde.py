@@ -24,7 +24,7 @@ def job_pb(rec: JobRecord, goal: Goal) -> operator_pb2.Job:
         energy_j=rec.energy_j, eta_s=eta_s(rec), goal_kept=rec.goal_kept, created_s=rec.created_s,
         finished_s=rec.finished_s, confidence=o.confidence, max_steps=o.max_steps, window_s=o.window_s,
         profile_modes=o.profile_modes, strategy=o.strategy, fleet=rec.goal == "fleet", priority=o.priority,
-        board_minibatches=sum(r.trained for r in rec.runs), covered=rec.choice.covered if rec.choice else True,
+        board_minibatches=rec.board_trained, covered=rec.choice.covered if rec.choice else True,
         choice_note=rec.choice.note if rec.choice else "", confirmed=rec.confirmed, template=o.template, seed=rec.seed,
         output_tail=rec.output_tail)
     if rec.mode:

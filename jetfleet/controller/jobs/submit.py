@@ -26,6 +26,7 @@ from jetfleet.controller.powertrain.service import ModelService
 from jetfleet.controller.registry import Registry
 from jetfleet.controller.store import JobRecord
 from jetfleet.controller.store.job_record import JobOptions
+from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument
 from jetfleet.shared.proto import operator_pb2
@@ -94,8 +95,9 @@ class JobChecks:
         goal: Goal = (PowerBudget(req.power_budget_w) if kind == "power" else
                       Deadline(req.deadline_s, minibatches) if kind == "deadline" else LeastEnergy())
         stream = stream_.check_stream(req) if stream_.has_stream(req) else None
-        opts.confirm_profiles = confirm_profiles(req, kind, stream is not None, attach)
-        await asyncio.to_thread(self._feasible, model, req.workload, goal, minibatches, opts, req.profile_modes)
+        opts.confirm_profiles = confirm_profiles(req, kind, stream is not None)
+        await asyncio.to_thread(self._feasible, model, req.workload, goal, minibatches, opts, req.profile_modes,
+                                req.confirm_profiles)
         if stream is not None:   # the last check: it measures on a board unless this model's latencies are known
             fastest = await stream_.check_against_board(self.registry, self.router, stream, req.device_id, model,
                                                          self.inference_latency)
@@ -137,14 +139,18 @@ class JobChecks:
                          req.deadline_s, minibatches, self.wall(), opts)
 
     def _feasible(self, model: str, workload: str, goal: Goal, minibatches: int, opts: JobOptions,
-                  asked_modes: int) -> None:
+                  asked_modes: int, asked_confirms: int = 0) -> None:
         """With a model already there, refuse a goal no mode can meet now; without one, refuse unless there are
-        enough modes to profile; size an attached job's online profiling to its length, and a built-in workload's
-        profiling with no reference to transfer from (a lab's first job: it fits from scratch) to
-        ``SCRATCH_FACTOR`` times the default k unless k was given (blocking: it may predict a catalog)."""
+        enough modes to profile; size an attached job's online profiling and confirmation to its length, and a
+        built-in workload's profiling with no reference to transfer from (a lab's first job: it fits from scratch)
+        to ``SCRATCH_FACTOR`` times the default k unless k was given (blocking: it may predict a catalog)."""
         repo = self.models.repo
         doc = repo.find(model, workload)
         catalog = self.campaigns.catalog_for("", model)
+        if opts.attach and opts.confirm_profiles:   # its choice is measured on its own steps: sized to the job
+            timed = online.plan(minibatches, asked_modes, opts.profile_modes).timed_steps if doc is None else \
+                defaults.MINIBATCHES
+            opts.confirm_profiles = online.confirm_fit(minibatches, timed, asked_confirms, DEFAULT_PROFILES)
         if doc is None:
             if opts.attach:
                 p = online.plan(minibatches, asked_modes, opts.profile_modes)
@@ -172,11 +178,11 @@ def given_seed(req: operator_pb2.SubmitJobRequest) -> int | None:
     return req.seed
 
 
-def confirm_profiles(req: operator_pb2.SubmitJobRequest, kind: str, stream: bool, attach: bool) -> int:
+def confirm_profiles(req: operator_pb2.SubmitJobRequest, kind: str, stream: bool) -> int:
     """How many modes a job measures on its board before committing (``jobs/confirming.py``): a power budget's
-    choice is confirmed (default 3 profiles) unless ``no_confirm``; other goals, a job serving an inference
-    stream (its budget holds both; the profiles measure training alone) and an attached job (the profiles run a
-    built-in workload; its own steps are the operator's) commit to the model's choice."""
+    choice is confirmed (default 3 profiles; an attached job's on its own steps, sized to its length when its
+    model is known: ``_feasible``) unless ``no_confirm``; other goals and a job serving an inference stream (its
+    budget holds both; the profiles measure training alone) commit to the model's choice."""
     if req.no_confirm and req.confirm_profiles:
         raise InvalidArgument("give confirm_profiles or no_confirm, not both", field="confirm_profiles")
     if req.confirm_profiles and kind != "power":
@@ -185,11 +191,8 @@ def confirm_profiles(req: operator_pb2.SubmitJobRequest, kind: str, stream: bool
     if req.confirm_profiles and stream:
         raise InvalidArgument("confirm_profiles measures training alone: not with an inference stream",
                               field="confirm_profiles")
-    if req.confirm_profiles and attach:
-        raise InvalidArgument("confirm_profiles runs built-in profiles: not for an attached job (--attach)",
-                              field="confirm_profiles")
     bounded(req.confirm_profiles, 0, MAX_PROFILES, "confirm_profiles")
-    if kind != "power" or stream or attach or req.no_confirm:
+    if kind != "power" or stream or req.no_confirm:
         return 0
     return int(req.confirm_profiles or DEFAULT_PROFILES)
 

@@ -236,7 +236,14 @@ class JobRecord:
     confirmed: bool = False        # the confirmation is over (or was not asked for): the choice stands
     profiled_steps: int = 0        # an attached job's steps trained while its modes were profiled online
     profiled_s: float = 0.0        # and their board seconds
+    confirmed_steps: int = 0       # an attached job's steps trained while its choice was measured (``confirming.py``)
     output_tail: list[str] = field(default_factory=list)   # a launched job's last lines of stdout+stderr
+
+    @property
+    def board_trained(self) -> int:
+        """What the boards trained for the job: its training commands, and an attached job's steps profiled online
+        and measured confirming its choice (above its length when work was redone)."""
+        return sum(r.trained for r in self.runs) + self.profiled_steps + self.confirmed_steps
 
     @property
     def run(self) -> RunRecord | None:
