@@ -9,11 +9,16 @@ Limit (issue 28): jetfleet's time per mode <= (twin profile + minimal commit) / 
 (twin + commit) / jetfleet >= 0.9. With the next mode on the board while the last result is stored, the two
 overlap, so the ratio can exceed 1.
 
+jetfleet's campaign runs with the board's agent in a process of its own (`jetfleet agent run --device
+emulated:agx-orin --speed inf`, as on a board: the controller's process does the controller's work only) and, for
+comparison, in the controller's own process and event loop (the test harness's layout, where the twin, both gRPC
+ends and the store share one loop); ``--agent`` picks one or both.
+
 All three run on each backend with slow fsync (the data on this machine's disk) and fast fsync (the data
 on tmpfs, /dev/shm), alternately, three times; each figure is the median of 3 and is printed beside its
 limit and the ratio. Needs redis-server on PATH for the Redis rows.
 
-    python bench/campaign.py [--slow-modes 600] [--fast-modes 4368] [--repeat 3] [--backends sqlite,redis]
+    python bench/campaign.py [--slow-modes 600] [--fast-modes 4368] [--repeat 3] [--backends sqlite,redis] [--agent both]
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ from jetfleet.controller.config import ControllerConfig  # noqa: E402
 from jetfleet.shared.convert import mode_to_pb, sample_to_pb  # noqa: E402
 from jetfleet.shared.proto import agent_pb2  # noqa: E402
 from jetfleet.twin.board import EmulatedBoard  # noqa: E402
+from tests import procs  # noqa: E402
 from tests.harness import LabThread, RedisServer  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 LIMIT = 0.9   # (twin profile + minimal commit) / jetfleet's time per mode at least this
 SLOW_DIR = Path(os.environ.get("JETFLEET_BENCH_DISK", tempfile.gettempdir()))   # a disk: fsync costs ms
@@ -130,11 +137,21 @@ def minimal_redis(url: str, rows: list[tuple[str, str, bytes, str]]) -> float:
     return rate
 
 
-def jetfleet_campaign(store: str, modes: int) -> float:
-    """Modes per second of a campaign of ``modes`` PowerTrain modes on one instant twin, end to end."""
-    lab = LabThread(store, ["agx-orin"], config=ControllerConfig(listen="127.0.0.1:0")).start()
+def jetfleet_campaign(store: str, modes: int, agent_process: bool = True) -> float:
+    """Modes per second of a campaign of ``modes`` PowerTrain modes on one instant twin, end to end: the board's
+    agent in a process of its own, as on a board (`jetfleet agent run`), or (``agent_process`` False) in the
+    controller's process and event loop (the lab harness's layout)."""
+    lab = LabThread(store, [] if agent_process else ["agx-orin"],
+                    config=ControllerConfig(listen="127.0.0.1:0")).start()
+    agent = None
     try:
+        if agent_process:
+            agent = procs.spawn([sys.executable, "-m", "jetfleet.cli", "agent", "run", "--controller", lab.address,
+                                 "--device", "emulated:agx-orin:0", "--id", "agx-orin-0", "--speed", "inf"],
+                                stdout=procs.DEVNULL, stderr=procs.DEVNULL)
         with OperatorClient(lab.address, timeout_s=60) as c:
+            wait_until(lambda: any(d.device_id == "agx-orin-0" and d.online for d in c.list_devices()), 60,
+                       "the board online")
             spec = "powertrain" if modes >= 4368 else f"random:{modes}"
             t0 = time.perf_counter()
             camp = c.create_campaign(workload="resnet18", modes=spec, minibatches=40, device_id="agx-orin-0")
@@ -146,6 +163,8 @@ def jetfleet_campaign(store: str, modes: int) -> float:
                 raise RuntimeError(f"campaign ended {camp.status} with {camp.done}/{camp.total} modes measured")
             return camp.done / wall
     finally:
+        if agent is not None:
+            agent.end()
         lab.close()
 
 
@@ -169,13 +188,25 @@ def compare(name: str, minimal: Callable[[Path], float], ours: Callable[[Path], 
           f"commit {[round(x, 2) for x in commits]}", flush=True)
 
 
+def with_redis(d: Path, fn: Callable[[str], float]) -> float:
+    """``fn`` on a fresh redis-server in ``d`` (appendfsync always), killed after."""
+    server = RedisServer(d).start()
+    try:
+        return fn(server.url)
+    finally:
+        server.kill()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--slow-modes", type=int, default=600)
     p.add_argument("--fast-modes", type=int, default=4368)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--backends", default="sqlite,redis")
+    p.add_argument("--agent", choices=("process", "in-process", "both"), default="both",
+                   help="the board's agent in a process of its own (as on a board), in the controller's, or both rows")
     a = p.parse_args()
+    layouts = [lay for lay in ("process", "in-process") if a.agent in (lay, "both")]
     results = sample_results()
     print(f"campaign benchmark: resnet18 x 40 minibatches per mode, instant twin, one board; medians of {a.repeat}; "
           f"slow fsync = data on {SLOW_DIR}, fast = on {FAST_DIR}")
@@ -184,25 +215,21 @@ def main() -> None:
             print(f"  {label}: skipped ({base} does not exist)")
             continue
         rows = _rows(results, modes)
-        if "sqlite" in a.backends:
-            compare(f"sqlite, {label}, {modes} modes", lambda d, rows=rows: minimal_sqlite(d, rows),
-                    lambda d, modes=modes: jetfleet_campaign(str(d / "data"), modes), a.repeat, base, modes)
-        if "redis" in a.backends:
-            if not shutil.which("redis-server"):
-                print("  redis: skipped (no redis-server on PATH)")
-                continue
-
-            def with_redis(d: Path, fn: Callable[[str], float]) -> float:
-                server = RedisServer(d).start()
-                try:
-                    return fn(server.url)
-                finally:
-                    server.kill()
-
-            compare(f"redis, {label}, {modes} modes",
-                    lambda d, rows=rows: with_redis(d, lambda url: minimal_redis(url, rows)),
-                    lambda d, modes=modes: with_redis(d, lambda url: jetfleet_campaign(url, modes)), a.repeat, base,
-                    modes)
+        for lay in layouts:
+            own = lay == "process"
+            where = "agent process" if own else "agent in-process"
+            if "sqlite" in a.backends:
+                compare(f"sqlite, {label}, {modes} modes, {where}", lambda d, rows=rows: minimal_sqlite(d, rows),
+                        lambda d, modes=modes, own=own: jetfleet_campaign(str(d / "data"), modes, own), a.repeat,
+                        base, modes)
+            if "redis" in a.backends:
+                if not shutil.which("redis-server"):
+                    print("  redis: skipped (no redis-server on PATH)")
+                    continue
+                compare(f"redis, {label}, {modes} modes, {where}",
+                        lambda d, rows=rows: with_redis(d, lambda url: minimal_redis(url, rows)),
+                        lambda d, modes=modes, own=own: with_redis(d, lambda url: jetfleet_campaign(url, modes, own)),
+                        a.repeat, base, modes)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from jetfleet.controller.jobs.state import TRANSITIONS, IllegalTransition, JobSt
 from jetfleet.controller.jobs.windows import Point, Window
 from jetfleet.controller.powertrain.feedback import Feedback
 from jetfleet.controller.powertrain.optimize import Predictions
-from jetfleet.controller.store.job_record import ChoiceRecord, JobRecord, Observed, job_doc, job_from_doc
+from jetfleet.controller.store.job_record import ChoiceRecord, JobRecord, Observed, Segment, job_doc, job_from_doc
 from jetfleet.shared.catalog import get_catalog
 
 
@@ -73,6 +73,23 @@ def test_the_verdict_holds_the_objective_too_a_mode_slower_than_promised_is_a_mi
     assert not v.kept and "153.2 ms per minibatch" in v.objective and "SLOWER than its prediction 93.2 ms" in v.objective
     rec.observed = Observed(mode, 20.1, 99.0, 7714.0)     # within its upper bound: kept
     assert judge(rec, goal).kept
+
+
+def test_with_no_full_window_the_verdict_holds_the_time_trained_in_its_mode_not_steps_profiled_in_others():
+    """An attached job of 4,000 steps: 1,000 profiled online in other modes (2.6 board s), 3,000 trained in its
+    mode in 3.6 board s and no full power window of it. Its time per step is its mode's 1.2 ms (within 1.3), not the
+    whole job's 1.55 ms (the profiled steps' time included: the bug this guards)."""
+    goal = PowerBudget(12.0)
+    mode = "8/2265.6/1377/2133"
+    rec = record(state="done", mode=mode, power_budget_w=12.0, energy_j=7.0 * 6.2, elapsed_s=6.2,
+                 minibatches_done=4000, minibatches=4000, profiled_steps=1000, profiled_s=2.6)
+    rec.choice = ChoiceRecord(mode, "fastest under 12 W", 1.2, 1.3, 8.0, 9.0, 7.0, False, 0.9)
+    rec.segments = [Segment(mode, "agx-xavier-1", 3000, 3.6, 8.0 * 3.6)]
+    v = judge(rec, goal)
+    assert v.kept and "1.2 ms per minibatch in" in v.objective and "within its prediction" in v.objective, v
+    rec.segments = [Segment(mode, "agx-xavier-1", 3000, 4.5, 8.0 * 4.5)]      # 1.5 ms a step in its mode: slower
+    v = judge(rec, goal)
+    assert not v.kept and "1.5 ms per minibatch" in v.objective and "SLOWER" in v.objective, v
 
 
 @pytest.mark.parametrize("state", ["cancelled", "failed"])

@@ -248,10 +248,12 @@ def _objective(rec: JobRecord, quantity: str) -> tuple[bool, str]:
     promised, last = _promised(rec), rec.observed
     if promised is None:
         return True, f"{rec.mode or 'its mode'}: no prediction to hold it to (placed by the fleet queue)"
-    if (last is None or last.mode != rec.mode) and rec.minibatches_done and rec.elapsed_s > 0 and \
-            {s.mode for s in rec.segments} == {rec.mode}:
-        # one mode throughout and no full window of it (windows longer than the job): the whole job, warm-up included
-        last = Observed(rec.mode, rec.energy_j / rec.elapsed_s, rec.elapsed_s / rec.minibatches_done * 1e3, 0.0)
+    ran = [s for s in rec.segments if s.mode == rec.mode]
+    n, secs, joules = sum(s.minibatches for s in ran), sum(s.seconds for s in ran), sum(s.energy_j for s in ran)
+    if (last is None or last.mode != rec.mode) and n and secs > 0 and {s.mode for s in rec.segments} == {rec.mode}:
+        # one mode throughout and no full window of it (windows longer than the job): all its training in that mode,
+        # warm-up included (not an attached job's steps profiled or measured online in other modes before it)
+        last = Observed(rec.mode, joules / secs, secs / n * 1e3, 0.0)
     if last is None or last.mode != rec.mode:
         return True, f"{rec.mode or 'its mode'}: no full window observed to hold to its prediction"
     t, t_hi, p, p_hi = promised
