@@ -87,9 +87,13 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
     meter = EnergyMeter(device)
     t0 = meter.start()
     base, seen = session.steps, session.steps
-    if session.pacing_from_s is not None:   # a report paced on the twin as it is adopted: its time began there
-        t0 = min(t0, session.pacing_from_s)
-        meter.extend_back(t0)                 # and its energy: a short command's power is not diluted (or 0 W)
+    if session.pacing_from_s is not None or session.reports:
+        # the first report this command counts holds the steps the process took since its previous report: its time
+        # (and energy) began where that report ended, as every later report's does, so a short command's steps take
+        # what a long one's do (the process's own time between reports included: on a real board that is real time,
+        # on the twin the host's time for the user's loop) and its power is not diluted (or 0 W)
+        t0 = min(t0, session.last_step_s if session.reports else session.pacing_from_s)
+        meter.extend_back(t0)
     last_t = t0
     times: list[float] = []
     next_report = t0 + r.progress_interval_s
