@@ -92,7 +92,9 @@ async def run_attached(device: Device, server: SessionServer | None, cid: str, r
         # (and energy) began where that report ended, as every later report's does, so a short command's steps take
         # what a long one's do (the process's own time between reports included: on a real board that is real time,
         # on the twin the host's time for the user's loop) and its power is not diluted (or 0 W)
-        t0 = min(t0, session.last_step_s if session.reports else session.pacing_from_s)
+        began = session.last_step_s if session.reports else session.pacing_from_s
+        assert began is not None
+        t0 = min(t0, began)
         meter.extend_back(t0)
     last_t = t0
     times: list[float] = []
