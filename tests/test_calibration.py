@@ -5,7 +5,7 @@ import pytest
 
 from jetfleet.controller.jobs.goals import PowerBudget
 from jetfleet.controller.powertrain.calibrate import Calibration, fit_calibrated
-from jetfleet.controller.powertrain.feedback import Feedback, Observation, power_step
+from jetfleet.controller.powertrain.feedback import WINDOW_NOISE_SD, Feedback, Observation, power_step
 from jetfleet.controller.powertrain.optimize import Predictions, choose
 from jetfleet.controller.powertrain.service import goal_check
 from jetfleet.shared.catalog import PowerMode
@@ -86,7 +86,21 @@ def test_repeated_windows_of_one_mode_do_not_grow_the_loops_model():
     fb = Feedback(pred)
     for _ in range(500):
         fb.observe(Observation(3, float(power[3]), float(time[3])))
-    assert fb._power.idx == [3] and fb._power.count == [500]
+    assert fb._power.idx == [3] and fb._power.precision == [pytest.approx(500 / WINDOW_NOISE_SD ** 2)]
+
+
+def test_a_measurement_shorter_than_a_window_is_trusted_less_than_a_window():
+    """A confirmation of a few dozen steps (0.07 board s) is noisier than a 10 s window: the loop's model moves
+    less toward it and keeps a wider bound at its mode, so a mode committed on it is not promised to within ~3%."""
+    _, time, power, pred = grid_predictions()
+    window, short = Feedback(pred), Feedback(pred)
+    window.observe(Observation(3, float(power[3]), float(time[3]) * 1.5))
+    short.observe(Observation(3, float(power[3]), float(time[3]) * 1.5, seconds=0.07))
+    w, s = window.predictions(), short.predictions()
+    assert w.time_ms[3] == pytest.approx(time[3] * 1.5, rel=0.03)         # a window: the measurement, nearly
+    assert pred.time_ms[3] < s.time_ms[3] < w.time_ms[3]                  # a short one: moved toward it, less
+    assert (s.time_hi[3] / s.time_ms[3]) > 2 * (w.time_hi[3] / w.time_ms[3] - 1) + 1   # and a wider bound
+    assert Observation(3, 1.0, 1.0, seconds=20.0).noise_var == WINDOW_NOISE_SD ** 2        # never below a window's
 
 
 def test_an_applied_choice_over_its_budget_is_flagged():

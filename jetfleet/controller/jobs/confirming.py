@@ -58,7 +58,7 @@ def replay(rec: JobRecord, feedback: Feedback, index: dict[str, int]) -> None:
     """Teach the loop's model the job's confirming profiles (after a restart, as it learned them then)."""
     for c in rec.confirms:
         if c.mode in index:
-            feedback.observe(Observation(index[c.mode], c.power_w, c.time_ms), over_budget=c.over)
+            feedback.observe(Observation(index[c.mode], c.power_w, c.time_ms, c.seconds), over_budget=c.over)
 
 
 class Confirmer:
@@ -77,7 +77,7 @@ class Confirmer:
         conf = Confirmation(self.feedback, rec.power_budget_w, profiles=rec.options.confirm_profiles, known=known)
         for c in rec.confirms:   # measured before a restart (the runner's model has learned them: ``replay``)
             if c.mode in self.index:
-                conf.remember(Observation(self.index[c.mode], c.power_w, c.time_ms))
+                conf.remember(Observation(self.index[c.mode], c.power_w, c.time_ms, c.seconds))
         while True:
             i = conf.next_mode()
             if i is None:
@@ -89,7 +89,7 @@ class Confirmer:
             power_w, time_ms, seconds = await self.measure(device, mode)
             over = power_w > rec.power_budget_w
             rec.confirms.append(Confirmed(mode, device, power_w, time_ms, hi_w, over, seconds))
-            conf.add(Observation(i, power_w, time_ms))
+            conf.add(Observation(i, power_w, time_ms, seconds))   # a profile is shorter than a window: noisier
             await self.save()
             log.info("job %s: confirmed %s on %s: %.2f W (budget %g W, bound %.2f W), %.1f ms", rec.job_id, mode,
                      device, power_w, rec.power_budget_w, hi_w, time_ms)

@@ -5,7 +5,8 @@ measures the very policy the fleet runs.
 After each observed window (a mode's mean power and time per minibatch on the board's clock):
 - the observation's log residual against the model corrects the modes around it: a Gaussian
   process on the residuals over the standardised knobs (an RBF kernel, length scale 1, prior 10%,
-  plus a constant of 5% for a model that is off everywhere; window noise 1%); near an observation
+  plus a constant of 5% for a model that is off everywhere; window noise 1% over 10 board s, more for a
+  measurement over a shorter span, whose variance grows as 10 s / its seconds); near an observation
   its own residual replaces the model's guess and the calibrated margin shrinks with the GP's
   posterior variance; far from it only the shared offset moves the predictions;
 - a mode seen over the power budget rules out every mode that is at least as high on every knob
@@ -29,17 +30,27 @@ LENGTH_SCALE = 1.0      # in standard deviations of each knob over the catalog
 PRIOR_SD = 0.10         # how far (log) a residual may wander from the model's guess, locally
 OFFSET_SD = 0.05        # ... and all over: a model off by some share everywhere (one constant, shared by all modes)
 WINDOW_NOISE_SD = 0.01  # a window's mean power or time per minibatch, relative
+WINDOW_S = 10.0         # ... over a window this long (board seconds: the jobs' default); a measurement over a
+                        # shorter span is noisier, as a mean is: its variance scales with WINDOW_S / its seconds
 STEP_UP_GAIN = 0.01     # step up only for a predicted gain of at least this share (eval choices: 0.03 left
                         # resnet18 on AGX Orin 2.8% from its optimum, 0.01 2.2%; 1.1 steps per choice instead of 0.4)
 
 
 @dataclass(frozen=True)
 class Observation:
-    """One window of a mode on the board: mean power (W) and time per minibatch (ms)."""
+    """One window of a mode on the board: mean power (W) and time per minibatch (ms), and the board seconds it
+    averaged over when that was shorter than a window (0: a window; ``noise_var``)."""
 
     index: int
     power_w: float
     time_ms: float
+    seconds: float = 0.0
+
+    @property
+    def noise_var(self) -> float:
+        """The variance of its log power or time: a window's, scaled up for a span shorter than ``WINDOW_S``."""
+        scale = WINDOW_S / self.seconds if self.seconds > 0 else 1.0
+        return WINDOW_NOISE_SD ** 2 * max(1.0, scale)
 
 
 @dataclass(frozen=True)
@@ -53,23 +64,25 @@ class Step:
 
 class _ResidualGP:
     """A Gaussian process on log residuals at observed modes: posterior mean and variance ratio everywhere.
-    Repeated windows of one mode are averaged into one point with proportionally less noise."""
+    Repeated observations of one mode are averaged into one point, each weighted by its precision (equal windows:
+    the plain mean, with proportionally less noise)."""
 
     def __init__(self, z: np.ndarray) -> None:
         self.z = z
         self.idx: list[int] = []
         self.res: list[float] = []
-        self.count: list[int] = []
+        self.precision: list[float] = []
 
-    def add(self, i: int, residual: float) -> None:
+    def add(self, i: int, residual: float, noise_var: float = WINDOW_NOISE_SD ** 2) -> None:
+        w = 1.0 / noise_var
         if i in self.idx:
             j = self.idx.index(i)
-            self.count[j] += 1
-            self.res[j] += (residual - self.res[j]) / self.count[j]
+            self.res[j] += (residual - self.res[j]) * w / (self.precision[j] + w)
+            self.precision[j] += w
             return
         self.idx.append(i)
         self.res.append(residual)
-        self.count.append(1)
+        self.precision.append(w)
 
     def posterior(self) -> tuple[np.ndarray, np.ndarray]:
         n = len(self.z)
@@ -78,7 +91,7 @@ class _ResidualGP:
         sf, sc = PRIOR_SD ** 2, OFFSET_SD ** 2
         zo = self.z[self.idx]
         k_oo = sc + sf * np.exp(-((zo[:, None, :] - zo[None, :, :]) ** 2).sum(-1) / (2 * LENGTH_SCALE ** 2))
-        k_oo += np.diag(WINDOW_NOISE_SD ** 2 / np.asarray(self.count, float))
+        k_oo += np.diag(1.0 / np.asarray(self.precision, float))
         k_xo = sc + sf * np.exp(-((self.z[:, None, :] - zo[None, :, :]) ** 2).sum(-1) / (2 * LENGTH_SCALE ** 2))
         sol = np.linalg.solve(k_oo, np.column_stack([np.asarray(self.res), k_xo.T]))
         mean = k_xo @ sol[:, 0]
@@ -111,8 +124,8 @@ class Feedback:
     def observe(self, obs: Observation, *, over_budget: bool = False) -> None:
         """Add one window; a window over the budget rules out every mode at least as high on every knob."""
         self.observations.append(obs)
-        self._power.add(obs.index, math.log(obs.power_w / self.base.power_w[obs.index]))
-        self._time.add(obs.index, math.log(obs.time_ms / self.base.time_ms[obs.index]))
+        self._power.add(obs.index, math.log(obs.power_w / self.base.power_w[obs.index]), obs.noise_var)
+        self._time.add(obs.index, math.log(obs.time_ms / self.base.time_ms[obs.index]), obs.noise_var)
         if over_budget:
             self.allowed &= ~np.all(self.knobs >= self.knobs[obs.index], axis=1)
 
