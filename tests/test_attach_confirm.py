@@ -69,7 +69,7 @@ def test_an_attached_jobs_choice_is_measured_on_its_own_steps_before_it_commits(
     for i in range(len(final.confirms)):
         assert commands[f"{final.job_id}-c{i}w"] == WARMUP_STEPS and commands[f"{final.job_id}-c{i}"] == \
             defaults.MINIBATCHES
-    assert sum(commands.values()) == final.minibatches_done == 1000
+    assert sum(commands.values()) == final.minibatches_done == final.board_minibatches == 1000
     assert f"{len(final.confirms)} mode(s) measured before committing" in final.detail
     # committed to the fastest mode measured within the budget (the model's choice if it was one of them)
     fits = [cf for cf in final.confirms if cf.power_w <= 11.0]

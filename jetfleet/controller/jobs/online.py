@@ -161,6 +161,7 @@ class OnlineProfiler:
         steps are the job's training (counted toward its length, not as online profiling); the profile is stored
         under the job's source like the online profiles, for later models of the workload."""
         rec, ctx = self.rec, self.ctx
+        self.check_cancel()
         n = len(rec.confirms)
         result = await ctx.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
             mode=mode_to_pb(self.catalog.parse_mode(mode)))))
