@@ -265,20 +265,26 @@ def test_an_agent_process_serves_sessions_and_refuses_the_controllers_work_while
     assert not sock.exists()     # the agent removed its socket when it stopped
 
 
-def test_only_the_steps_the_agent_asks_for_are_timed(tmp_path):
-    a = Agent(EmulatedBoard("agx-xavier", 3, speed=float("inf")), tmp_path / "t.sock", time_steps=4,
+def timed_groups(tmp_path, time_steps: int, work) -> list[tuple[int, float]]:
+    """300 steps of ``work`` each with an agent that asks for ``time_steps`` to be timed at the start (and never
+    again): the (steps, seconds) groups it was sent."""
+    a = Agent(EmulatedBoard("agx-xavier", 3, speed=float("inf")), tmp_path / "t.sock", time_steps=time_steps,
               time_every=10_000)
     try:
         a.call(a.server.start())
         with Session("resnet18", path=str(tmp_path / "t.sock")) as s:
             for _ in range(300):
-                sum(range(20_000))
+                work()
                 s.step()
-        timed = sum(n for n, _ in a.session().timed)
-        # asked for 4 at the start: timed to the end of the group that holds them (groups last >= MIN_GROUP_S)
-        assert 4 <= timed < 100, a.session().timed
+        return list(a.session().timed)
     finally:
         a.close()
+
+
+def test_only_the_steps_the_agent_asks_for_are_timed(tmp_path):
+    timed = timed_groups(tmp_path, 4, lambda: sum(range(20_000)))
+    # asked for 4 at the start: timed to the end of the group that holds them (groups last >= MIN_GROUP_S)
+    assert 4 <= sum(n for n, _ in timed) < 100, timed
 
 
 class QueuedDevice:
@@ -303,17 +309,7 @@ def test_short_gpu_steps_are_timed_in_groups_synchronised_only_at_their_ends(tmp
     (1 ms a step, not the loop's microseconds), and the device is synchronised at each group's end, not per step."""
     dev = QueuedDevice()
     monkeypatch.setattr("jetfleet.session.client._cuda_sync", lambda: dev.sync)
-    a = Agent(EmulatedBoard("agx-xavier", 3, speed=float("inf")), tmp_path / "q.sock", time_steps=300,
-              time_every=10_000)
-    try:
-        a.call(a.server.start())
-        with Session("resnet18", path=str(tmp_path / "q.sock")) as s:
-            for _ in range(300):
-                dev.launch(0.001)
-                s.step()
-        timed = a.session().timed
-    finally:
-        a.close()
+    timed = timed_groups(tmp_path, 300, lambda: dev.launch(0.001))
     steps = sum(n for n, _ in timed)
     # all 300 timed, but for a last group shorter than MIN_GROUP_S when the session closed (at most 5 steps of 1 ms)
     assert steps >= 300 - 5 and all(sec >= MIN_GROUP_S for _, sec in timed), timed
