@@ -74,8 +74,7 @@ def test_an_attached_jobs_choice_is_measured_on_its_own_steps_before_it_commits(
     # committed to the fastest mode measured within the budget (the model's choice if it was one of them)
     fits = [cf for cf in final.confirms if cf.power_w <= 11.0]
     choice = lab.do(lambda: lab.lab.controller.store.get_job(final.job_id)).choice
-    if fits:
-        assert choice.mode == min(fits, key=lambda cf: cf.time_ms).mode, (choice, final.confirms)
+    assert fits and choice.mode == min(fits, key=lambda cf: cf.time_ms).mode, (choice, final.confirms)
     profiles = lab.do(lambda: lab.lab.controller.store.query_profiles(board_model=NANO, workload="mobilenet_v3"))
     assert {p.mode for p in profiles if p.source == f"job:{final.job_id}"} == {cf.mode for cf in final.confirms}
 

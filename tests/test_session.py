@@ -11,7 +11,6 @@ import stat
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -288,20 +287,26 @@ def test_only_the_steps_the_agent_asks_for_are_timed(tmp_path):
 
 
 class QueuedDevice:
-    """An asynchronous device as CUDA is one: ``launch`` queues ``seconds`` of work and returns at once, ``sync``
-    returns when the queue has drained (the session's synchronisation; there is no CUDA here)."""
+    """An asynchronous device as CUDA is one, on a clock of its own that the session reads (injected: no sleeping):
+    ``launch`` queues ``seconds`` of work and returns after ``launch_s`` of the loop's time, ``sync`` returns when
+    the queue has drained (the session's synchronisation; there is no CUDA here)."""
 
-    def __init__(self) -> None:
+    def __init__(self, launch_s: float = 1e-5) -> None:
+        self.now = 0.0
         self.busy_until = 0.0
+        self.launch_s = launch_s
         self.syncs = 0
 
+    def perf_counter(self) -> float:
+        return self.now
+
     def launch(self, seconds: float) -> None:
-        self.busy_until = max(time.perf_counter(), self.busy_until) + seconds
+        self.busy_until = max(self.now, self.busy_until) + seconds
+        self.now += self.launch_s
 
     def sync(self) -> None:
         self.syncs += 1
-        while time.perf_counter() < self.busy_until:
-            time.sleep(max(0.0, self.busy_until - time.perf_counter()))
+        self.now = max(self.now, self.busy_until)
 
 
 def test_short_gpu_steps_are_timed_in_groups_synchronised_only_at_their_ends(tmp_path, monkeypatch):
@@ -309,6 +314,7 @@ def test_short_gpu_steps_are_timed_in_groups_synchronised_only_at_their_ends(tmp
     (1 ms a step, not the loop's microseconds), and the device is synchronised at each group's end, not per step."""
     dev = QueuedDevice()
     monkeypatch.setattr("jetfleet.session.client._cuda_sync", lambda: dev.sync)
+    monkeypatch.setattr("jetfleet.session.client.time", dev)     # the session's clock is the device's
     timed = timed_groups(tmp_path, 300, lambda: dev.launch(0.001))
     steps = sum(n for n, _ in timed)
     # all 300 timed, but for a last group shorter than MIN_GROUP_S when the session closed (at most 5 steps of 1 ms)

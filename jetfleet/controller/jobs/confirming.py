@@ -65,10 +65,12 @@ class Confirmer:
     """Measures a power budget's choice on the job's board before the job commits (module docstring)."""
 
     def __init__(self, ctx: JobContext, rec: JobRecord, catalog: Catalog, feedback: Feedback, index: dict[str, int],
-                 move: Move, save: Callable[[], Awaitable[None]], measure: Measure | None = None) -> None:
+                 move: Move, save: Callable[[], Awaitable[None]], measure: Measure | None = None,
+                 model_note: str = "") -> None:
         self.ctx, self.rec, self.catalog, self.feedback, self.index = ctx, rec, catalog, feedback, index
         self.move, self.save = move, save
         self.measure: Measure = measure or self._profile
+        self.model_note = model_note   # what the model rests on (a fit from scratch), kept in the committed choice
 
     async def confirm(self, device: str) -> None:
         """Profile on ``device`` (held by the job) until the choice stands; then commit and store it."""
@@ -106,7 +108,7 @@ class Confirmer:
         rec.choice = ChoiceRecord(str(choice.mode), choice.goal, choice.time_ms, choice.time_hi_ms, choice.power_w,
                                   choice.power_hi_w, choice.power_lo_w, choice.at_risk, old.confidence,
                                   time_lo_ms=choice.time_lo_ms, covered=choice.covered,
-                                  note="; ".join(n for n in (choice.coverage_note, how) if n))
+                                  note="; ".join(n for n in (choice.coverage_note, how, self.model_note) if n))
         rec.mode = str(choice.mode)
         rec.confirmed = True
         await self.save()

@@ -121,7 +121,6 @@ class OnlineProfiler:
         rec, ctx = self.rec, self.ctx
         reference = await asyncio.to_thread(ctx.models.repo.reference_for, rec.target_model, rec.workload)
         modes = self.modes()
-        timed_steps = rec.options.profile_steps or defaults.MINIBATCHES
         done = {p.mode for p in await asyncio.to_thread(ctx.store.query_profiles, board_model=rec.target_model,
                                                           workload=rec.workload) if p.source == source_of(rec.job_id)}
         for i, mode in enumerate(modes):
@@ -130,18 +129,7 @@ class OnlineProfiler:
             self.check_cancel()
             await self.move(JobState.PROFILING, f"profiling {i}/{len(modes)} modes of {rec.workload} online on its "
                                                 f"own steps on {device}: {mode}")
-            result = await ctx.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(mode=mode_to_pb(mode))))
-            confirmed = str(mode_from_pb(result.confirmed_mode))
-            rec.mode = confirmed
-            await self._steps(device, f"{rec.job_id}-p{i}w", WARMUP_STEPS)
-            timed = await self._steps(device, f"{rec.job_id}-p{i}", timed_steps)
-            t = timed.training
-            n = len(t.minibatch_times_s)
-            await asyncio.to_thread(ctx.store.record_result, ProfileRecord(
-                source_of(rec.job_id), confirmed, 0, rec.target_model, device, rec.workload,
-                statistics.median(t.minibatch_times_s) * 1e3, t.energy_j / t.elapsed_s, ctx.wall(),
-                minibatch_time_mean_ms=statistics.fmean(t.minibatch_times_s) * 1e3, energy_j=t.energy_j / n,
-                steady_state_found=True))
+            await self._mode_profile(device, mode, f"p{i}", profiling=True)
             await self.save()
         self.check_cancel()
         if reference is None:
@@ -160,25 +148,31 @@ class OnlineProfiler:
         plan's timed steps with their energy; (mean W, mean ms per step, board seconds of the timed steps). The
         steps are the job's training (counted toward its length, not as online profiling); the profile is stored
         under the job's source like the online profiles, for later models of the workload."""
-        rec, ctx = self.rec, self.ctx
         self.check_cancel()
-        n = len(rec.confirms)
-        result = await ctx.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(
-            mode=mode_to_pb(self.catalog.parse_mode(mode)))))
-        confirmed = str(mode_from_pb(result.confirmed_mode))
-        rec.mode = confirmed
-        await self._steps(device, f"{rec.job_id}-c{n}w", WARMUP_STEPS, profiling=False)
-        t = (await self._steps(device, f"{rec.job_id}-c{n}", rec.options.profile_steps or defaults.MINIBATCHES,
-                               profiling=False)).training
+        t = await self._mode_profile(device, self.catalog.parse_mode(mode), f"c{len(self.rec.confirms)}",
+                                     profiling=False)
         # the mean step, as the closed loop's windows and the verdict observe a mode (a median of a few steps reads
         # short where the board's steps are uneven: the promise would then be missed by the job that keeps it)
-        power_w, time_ms = t.energy_j / t.elapsed_s, t.elapsed_s / len(t.minibatch_times_s) * 1e3
+        return t.energy_j / t.elapsed_s, t.elapsed_s / len(t.minibatch_times_s) * 1e3, t.elapsed_s
+
+    async def _mode_profile(self, device: str, mode: PowerMode, tag: str, *, profiling: bool) -> agent_pb2.TrainingResult:
+        """Apply ``mode``, let ``WARMUP_STEPS`` of the user's steps pass (command JOB-{tag}w), time the plan's
+        timed steps with their energy (JOB-{tag}) and store the mode's profile under the job's source; the timed
+        command's TrainingResult."""
+        rec, ctx = self.rec, self.ctx
+        result = await ctx.router.send(device, agent_pb2.Command(set_mode=agent_pb2.SetMode(mode=mode_to_pb(mode))))
+        confirmed = str(mode_from_pb(result.confirmed_mode))
+        rec.mode = confirmed
+        await self._steps(device, f"{rec.job_id}-{tag}w", WARMUP_STEPS, profiling)
+        t = (await self._steps(device, f"{rec.job_id}-{tag}", rec.options.profile_steps or defaults.MINIBATCHES,
+                               profiling)).training
+        n = len(t.minibatch_times_s)
         await asyncio.to_thread(ctx.store.record_result, ProfileRecord(
             source_of(rec.job_id), confirmed, 0, rec.target_model, device, rec.workload,
-            statistics.median(t.minibatch_times_s) * 1e3, power_w, ctx.wall(),
-            minibatch_time_mean_ms=statistics.fmean(t.minibatch_times_s) * 1e3,
-            energy_j=t.energy_j / len(t.minibatch_times_s), steady_state_found=True))
-        return power_w, time_ms, t.elapsed_s
+            statistics.median(t.minibatch_times_s) * 1e3, t.energy_j / t.elapsed_s, ctx.wall(),
+            minibatch_time_mean_ms=statistics.fmean(t.minibatch_times_s) * 1e3, energy_j=t.energy_j / n,
+            steady_state_found=True))
+        return t
 
     async def _steps(self, device: str, cid: str, steps: int, profiling: bool = True) -> agent_pb2.CommandResult:
         """``steps`` of the user's training in the board's current mode, counted into the job's progress, and into

@@ -203,11 +203,7 @@ class JobRunner:
         measure = (OnlineProfiler(self.ctx, self.rec, self.catalog, self.move, self.save, self.check_cancel).measure
                    if self.rec.options.attach else None)   # an attached job's choice is measured on its own steps
         await Confirmer(self.ctx, self.rec, self.catalog, self.loop.feedback, self.loop.index, self.move,
-                        self.save, measure).confirm(device)
-        c = self.rec.choice
-        if c is not None and self.scratch_note and self.scratch_note not in c.note:   # the model it chose on
-            c.note = "; ".join(n for n in (c.note, self.scratch_note) if n)
-            await self.save()
+                        self.save, measure, self.scratch_note).confirm(device)
 
     def _targets(self) -> list[str]:
         """The boards the job may run on: its device, or the boards of its model that offer its workload."""

@@ -147,15 +147,14 @@ class JobChecks:
         repo = self.models.repo
         doc = repo.find(model, workload)
         catalog = self.campaigns.catalog_for("", model)
+        if opts.attach and doc is None:   # its modes are profiled on its own steps: sized to the job
+            p = online.plan(minibatches, asked_modes, opts.profile_modes)
+            opts.profile_modes, opts.profile_steps = p.modes, p.timed_steps
         if opts.attach and opts.confirm_profiles:   # its choice is measured on its own steps: sized to the job
-            timed = online.plan(minibatches, asked_modes, opts.profile_modes).timed_steps if doc is None else \
-                defaults.MINIBATCHES
-            opts.confirm_profiles = online.confirm_fit(minibatches, timed, asked_confirms, DEFAULT_PROFILES)
+            opts.confirm_profiles = online.confirm_fit(minibatches, opts.profile_steps or defaults.MINIBATCHES,
+                                                       asked_confirms, DEFAULT_PROFILES)
         if doc is None:
-            if opts.attach:
-                p = online.plan(minibatches, asked_modes, opts.profile_modes)
-                opts.profile_modes, opts.profile_steps = p.modes, p.timed_steps
-            elif not asked_modes and repo.reference_for(model, workload) is None:
+            if not opts.attach and not asked_modes and repo.reference_for(model, workload) is None:
                 opts.profile_modes = min(catalog.size, SCRATCH_FACTOR * opts.profile_modes)
             if opts.profile_modes > catalog.size:
                 raise InvalidArgument(f"profile_modes={opts.profile_modes}: {model} has {catalog.size} modes",
