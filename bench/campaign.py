@@ -206,11 +206,16 @@ def main() -> None:
     p.add_argument("--agent", choices=("process", "in-process", "both"), default="both",
                    help="the board's agent in a process of its own (as on a board), in the controller's, or both rows")
     a = p.parse_args()
+    for name in ("slow_modes", "fast_modes", "repeat"):
+        if getattr(a, name) < 0 or (name == "repeat" and a.repeat < 1):
+            p.error(f"--{name.replace('_', '-')} must be {'>= 1' if name == 'repeat' else '>= 0 (0: skip that row)'}")
     layouts = [lay for lay in ("process", "in-process") if a.agent in (lay, "both")]
     results = sample_results()
     print(f"campaign benchmark: resnet18 x 40 minibatches per mode, instant twin, one board; medians of {a.repeat}; "
           f"slow fsync = data on {SLOW_DIR}, fast = on {FAST_DIR}")
     for label, base, modes in (("slow fsync", SLOW_DIR, a.slow_modes), ("fast fsync", FAST_DIR, a.fast_modes)):
+        if not modes:
+            continue
         if not base.is_dir():
             print(f"  {label}: skipped ({base} does not exist)")
             continue
