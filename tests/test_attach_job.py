@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,9 +28,10 @@ EXAMPLE = ROOT / "examples" / "own-training" / "train.py"
 
 
 @contextlib.contextmanager
-def session_lab(tmp_path: Path, reference_nets, templates=None) -> Iterator[LabThread]:  # type: ignore[no-untyped-def]
+def session_lab(tmp_path: Path, reference_nets, templates=None,  # type: ignore[no-untyped-def]
+                dial: Callable[[str], str] | None = None) -> Iterator[LabThread]:
     """A lab with one emulated Orin Nano whose agent opens session sockets (and may launch ``templates``), and the
-    Nano's ResNet-18 reference to transfer from."""
+    Nano's ResNet-18 reference to transfer from. ``dial``: the address the agent dials, given the controller's."""
     from jetfleet.controller.powertrain.artifacts import ModelRepo
 
     lt = LabThread(str(tmp_path / "data"), []).start()
@@ -38,7 +39,7 @@ def session_lab(tmp_path: Path, reference_nets, templates=None) -> Iterator[LabT
         lt.lab.session_dir = str(tmp_path / "sessions")
         if templates is not None:
             lt.lab.agent_config = replace(lt.lab.agent_config, templates=templates)
-        lt.do(lambda: lt.lab.add_agent(NANO, speed=SPEED))
+        lt.do(lambda: lt.lab.add_agent(NANO, speed=SPEED, controller=dial(lt.address) if dial else ""))
         lt.call(lt.lab.wait_online(1))
         modes, (tn, pn) = reference_nets
         lt.do(lambda: ModelRepo(lt.lab.controller.store).save("reference", NANO, "resnet18", "", modes, tn, pn, {},

@@ -4,13 +4,17 @@ as `--attach` does (online profiling on its steps, transfer, choice, the rest in
 asked to stop once the job has its length and exits 0: done, with what the board counted equal to the job's length
 and the process's output tail in `job show`. A template the board's agent does not have, or args it does not take,
 are refused before anything is stored; a command that exits 3 fails the job naming 3 and its last line; a cancelled
-job's process group is stopped on the board."""
+job's process group is stopped on the board, also when its board was cut off from the controller at the cancel (it is
+stopped once the board is back)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -20,12 +24,15 @@ from jetfleet.cli.main import cli
 from jetfleet.client import OperatorClient
 from jetfleet.shared.errors import InvalidArgument
 
+from .harness import LabThread
 from .jobs_lab import wait_job
+from .netcut import CuttableProxy
 from .test_attach_job import session_lab, trained_for
 from .waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own-training" / "train.py"
+WAIT = "import time\nprint('loading the data', flush=True)\ntime.sleep(600)"
 CRASH = "import sys\nprint('loading the data', flush=True)\nprint('CUDA out of memory', file=sys.stderr)\nsys.exit(3)"
 
 
@@ -103,3 +110,82 @@ def test_cancelling_a_template_job_stops_its_process_on_the_board(lab):
     launched = agent.link.executor.launcher.launches[job.job_id]
     wait_until(lambda: launched.returncode is not None, 30, "the launched process to be stopped")
     assert launched.returncode < 0 and launched.stopped                       # by a signal, from the agent
+
+
+
+
+@contextlib.contextmanager
+def cuttable_lab(tmp_path: Path, reference_nets) -> Iterator[tuple[LabThread, CuttableProxy]]:  # type: ignore[no-untyped-def]
+    """A session lab whose agent reaches the controller only through a proxy the test can cut, and may launch the
+    "wait" template (a process that never opens its training session: its job waits for it)."""
+    templates = parse_templates({"kill_grace_s": 2, "templates": {"wait": {"command": [sys.executable, "-c", WAIT]}}},
+                                euid=os.geteuid())
+    proxies: list[CuttableProxy] = []
+
+    def dial(address: str) -> str:
+        proxies.append(CuttableProxy(address))
+        return proxies[-1].address
+
+    try:
+        with session_lab(tmp_path, reference_nets, templates, dial=dial) as lab:
+            yield lab, proxies[0]
+    finally:
+        for p in proxies:
+            p.close()
+
+
+def launch_waiting(lab: LabThread, c: OperatorClient) -> tuple[str, Any]:
+    """Submit a "wait" template job on the lab's board; its id and what the board launched for it."""
+    (agent,) = lab.lab.agents
+    job = c.submit_job("wait", device_id=agent.device_id, power_budget_w=9.0, minibatches=1000, profile_modes=10,
+                       attach_timeout_s=600, template="wait")
+    launches = agent.link.executor.launcher.launches
+    lab.wait(lambda: job.job_id in launches, 30, "the agent to launch the template")
+    return job.job_id, launches[job.job_id]
+
+
+def cut_off(lab: LabThread, proxy: CuttableProxy) -> None:
+    proxy.cut()
+    lab.wait(lambda: not lab.online(lab.lab.agents[0].device_id), 30, "the board offline at the controller")
+
+
+def test_a_template_job_waits_out_its_board_being_cut_off_and_a_cancel_it_missed_stops_its_process_once_back(
+        tmp_path, reference_nets):
+    with cuttable_lab(tmp_path, reference_nets) as (lab, proxy), OperatorClient(lab.address) as c:
+        job_id, launched = launch_waiting(lab, c)
+        # cut off while profiling online: the job waits for its board instead of failing
+        cut_off(lab, proxy)
+        lab.wait(lambda: c.get_job(job_id).state == "queued", 30, "the job waiting for its board")
+        assert any(st == "queued" and "went away while profiling online" in why for st, why, _ in c.get_job(job_id).history)
+        proxy.restore()
+        lab.wait(lambda: c.get_job(job_id).state == "profiling", 30, "the job profiling again")
+        launches = lab.lab.agents[0].link.executor.launcher.launches
+        assert list(launches) == [job_id] and launched.returncode is None   # the same process, launched once
+        # cut off again, and cancelled meanwhile: the board cannot be told, its process runs on
+        cut_off(lab, proxy)
+        c.cancel_job(job_id)
+        assert wait_job(lab, job_id, timeout_s=60).state == "cancelled"
+        assert launched.returncode is None
+        proxy.restore()
+        wait_until(lambda: launched.returncode is not None, 30, "the launched process stopped once the board is back "
+                   "(its heartbeat lists the launch)")
+        assert launched.returncode < 0 and launched.stopped == "its job ended without it"   # by the agent
+        assert lab.lab.controller.router.superseded_cancels >= 1
+
+
+def test_a_cancel_the_board_missed_stops_its_process_also_when_the_controller_restarted_meanwhile(
+        tmp_path, reference_nets):
+    with cuttable_lab(tmp_path, reference_nets) as (lab, proxy):
+        with OperatorClient(lab.address) as c:
+            job_id, launched = launch_waiting(lab, c)
+            cut_off(lab, proxy)
+            c.cancel_job(job_id)
+            assert wait_job(lab, job_id, timeout_s=60).state == "cancelled"
+        lab.call(lab.lab.stop_controller())   # what the old controller meant to cancel is gone with it
+        lab.call(lab.lab.start_controller())
+        assert launched.returncode is None
+        proxy.restore()
+        wait_until(lambda: launched.returncode is not None, 30, "the launched process stopped once the board is back "
+                   "at the restarted controller")
+        assert launched.returncode < 0 and launched.stopped == "its job ended without it"
+        assert lab.lab.controller.router.superseded_cancels >= 1

@@ -87,6 +87,11 @@ class CommandExecutor:
         return next(iter(self._running), "")
 
     @property
+    def launches(self) -> list[str]:
+        """The launch ids of the template processes still running here (reported in heartbeats)."""
+        return self.launcher.alive() if self.launcher is not None else []
+
+    @property
     def in_hand(self) -> tuple[str, ...]:
         """The ids of the commands received and not answered yet (running, or waiting for the board), in order."""
         return tuple(self._running)

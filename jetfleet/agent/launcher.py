@@ -184,9 +184,13 @@ class Launcher:
         launched.drain(1.0)
         return True
 
+    def alive(self) -> list[str]:
+        """The ids of the launches whose process (or a process of its group) still runs (heartbeats list them)."""
+        return [k for k, v in self.launches.items() if v.returncode is None or _group_alive(v.pid)]
+
     async def stop_all(self, why: str) -> None:
         """Stop every launch still running (the agent is stopping)."""
-        live = [k for k, v in self.launches.items() if v.returncode is None or _group_alive(v.pid)]
+        live = self.alive()
         if live:
             await asyncio.gather(*(self.stop(k, why) for k in live))
 

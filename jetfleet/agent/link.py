@@ -380,7 +380,7 @@ class AgentLink:
         if self.metrics:
             self.metrics.set_mode(mode)  # type: ignore[arg-type]
         return agent_pb2.Heartbeat(t_s=self.device.now_s(), current_mode=mode_to_pb(mode),  # type: ignore[arg-type]
-                                   busy_command_id=self.executor.busy)
+                                   busy_command_id=self.executor.busy, launch_ids=self.executor.launches)
 
     async def _heartbeat_loop(self, outq: asyncio.Queue[agent_pb2.AgentMessage | None]) -> None:
         loop = asyncio.get_running_loop()

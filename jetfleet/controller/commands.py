@@ -268,6 +268,13 @@ class CommandRouter:
         while len(self._superseded) > MAX_SUPERSEDED:
             self._superseded.popitem(last=False)
 
+    def seen_heartbeat(self, session: Session, hb: agent_pb2.Heartbeat) -> None:
+        """A board's heartbeat: the command it runs and the launches still running there, each cancelled if it was
+        superseded (a launch is named by its job's id, which ``supersede`` is given when the job ends undone)."""
+        self.seen_busy(session, hb.busy_command_id)
+        for launch_id in hb.launch_ids:
+            self.seen_busy(session, launch_id)
+
     def seen_busy(self, session: Session, command_id: str) -> None:
         """A board's heartbeat says it runs ``command_id``: if that command was superseded, ask the board to cancel it
         (at most every CANCEL_EVERY_S; the cancel goes in a task of the router's)."""
@@ -279,7 +286,7 @@ class CommandRouter:
         self._cancelled_at[command_id] = now
         if len(self._cancelled_at) > MAX_SUPERSEDED:
             self._cancelled_at.clear()
-        log.info("board %s runs superseded command %s: cancelling it", session.device_id, command_id[:160])
+        log.info("board %s runs superseded command or launch %s: cancelling it", session.device_id, command_id[:160])
         self.superseded_cancels += 1
         task = asyncio.create_task(self._cancel_superseded(session.device_id, command_id))
         self._cancels.add(task)

@@ -102,14 +102,14 @@ class AgentSessions:
                 batch = msg.telemetry
                 if batch.HasField("heartbeat"):   # folded into the batch by an agent that was told it may
                     self.registry.heartbeat(session, batch.heartbeat)
-                    self.router.seen_busy(session, batch.heartbeat.busy_command_id)
+                    self.router.seen_heartbeat(session, batch.heartbeat)
                 else:
                     self.registry.touch(session)
                 self.telemetry.defer(session.device_id, session.catalog or self.registry.get(session.device_id).catalog,
                                      batch, session)
             elif kind == "heartbeat":
                 self.registry.heartbeat(session, msg.heartbeat)
-                self.router.seen_busy(session, msg.heartbeat.busy_command_id)
+                self.router.seen_heartbeat(session, msg.heartbeat)
             elif kind == "ack":
                 self.registry.touch(session)
                 self.router.on_ack(session, msg.ack)

@@ -106,13 +106,14 @@ class Lab:
             self.controller = None
 
     def add_agent(self, model: str, seed: int | None = None, device_id: str | None = None,
-                  speed: float | None = None, catalog: Catalog | None = None) -> FakeAgent:
+                  speed: float | None = None, catalog: Catalog | None = None, controller: str = "") -> FakeAgent:
         """Start an agent on a new emulated board of ``model`` (at the lab's ``speed`` unless given; offering only
-        ``catalog``'s modes, if given); its device id defaults to MODEL-SEED."""
+        ``catalog``'s modes, if given); its device id defaults to MODEL-SEED. It dials ``controller`` if given (a
+        proxy in front of the lab's controller, say), else the lab's controller."""
         seed = self.seed + len(self.agents) if seed is None else seed
         board = EmulatedBoard(model, seed, speed=self.speed if speed is None else speed, workloads=self.workloads,
                               catalog=catalog)
-        cfg = replace(self.agent_config, controller=self.address, device_id=device_id or f"{model}-{seed}")
+        cfg = replace(self.agent_config, controller=controller or self.address, device_id=device_id or f"{model}-{seed}")
         if self.session_dir:
             cfg = replace(cfg, session_socket=str(Path(self.session_dir) / f"{cfg.device_id}.sock"))
         agent = FakeAgent(board, cfg, with_metrics=self.agent_metrics, workloads=self.workloads)

@@ -53,9 +53,17 @@ def keep_tail(rec: JobRecord, lines: list[str]) -> None:
         rec.output_tail = [line[:400] for line in lines[-MAX_TAIL_LINES:]]
 
 
+def supersede_launch(router: CommandRouter, rec: JobRecord) -> None:
+    """Nobody wants the job's launch any more: whenever its board's heartbeat lists it still running (the board was
+    offline when the job ended, or the cancel failed), the router tells the board to stop it."""
+    router.supersede(rec.target_device, rec.job_id)
+
+
 async def stop_launched(router: CommandRouter, rec: JobRecord) -> None:
-    """The job ended without being done: the board stops what it launched for it (a cancel naming the launch),
-    best effort (an agent that stops kills what it launched anyway)."""
+    """The job ended without being done: the board stops what it launched for it (a cancel naming the launch); if
+    the board cannot be told now, it is told when a heartbeat of its shows the launch still running
+    (``supersede_launch``). An agent that stops kills what it launched anyway."""
+    supersede_launch(router, rec)
     try:
         await router.send(rec.target_device, agent_pb2.Command(cancel=agent_pb2.Cancel(target_command_id=rec.job_id)),
                           timeout_s=660)   # its grace is at most 600 s
@@ -63,4 +71,4 @@ async def stop_launched(router: CommandRouter, rec: JobRecord) -> None:
         log.warning("job %s: could not stop what %s launched for it: %s", rec.job_id, rec.target_device, e.message)
 
 
-__all__ = ["check_template", "keep_tail", "launch_pb", "stop_launched"]
+__all__ = ["check_template", "keep_tail", "launch_pb", "stop_launched", "supersede_launch"]

@@ -15,6 +15,7 @@ from jetfleet.controller.campaigns import CampaignManager
 from jetfleet.controller.commands import CommandRouter
 from jetfleet.controller.jobs.context import JobContext, JobsConfig
 from jetfleet.controller.jobs.goals import goal_of
+from jetfleet.controller.jobs.launch import supersede_launch
 from jetfleet.controller.jobs.runner import JobRunner
 from jetfleet.controller.jobs.serde import job_pb
 from jetfleet.controller.jobs.state import STATES, TERMINAL
@@ -60,13 +61,15 @@ class JobManager:
     # --- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
         """Load every stored job and drive the unfinished ones again (after a controller restart). A training command
-        that is not its job's current one any more (or belongs to an ended job) is superseded: its board is told to
-        stop it as soon as it is seen running it."""
+        that is not its job's current one any more (or belongs to an ended job), and the launch of a template job that
+        ended undone, are superseded: the board is told to stop them as soon as it is seen running them."""
         for rec in await self.ctx.retry.run(self.store.list_jobs, what="loading jobs"):
             self.records[rec.job_id] = rec
             for run in rec.runs:
                 if run.ended != "done" and (rec.state in TERMINAL or run.run_id != rec.run_id):
                     self.ctx.router.supersede(run.device_id, run.run_id)
+            if rec.options.template and rec.state in TERMINAL and rec.state != "done":
+                supersede_launch(self.ctx.router, rec)   # its process is stopped if its board still runs it
             if rec.state not in TERMINAL:
                 self._spawn(rec)
         self.update_gauges()

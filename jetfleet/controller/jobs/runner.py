@@ -38,7 +38,14 @@ from jetfleet.controller.store import JobRecord
 from jetfleet.controller.store.job_record import ChoiceRecord, StepRecord
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.convert import mode_from_pb, mode_to_pb
-from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, JetfleetError
+from jetfleet.shared.errors import (
+    DeadlineExceeded,
+    FailedPrecondition,
+    InvalidArgument,
+    JetfleetError,
+    StoreUnavailable,
+    Unavailable,
+)
 from jetfleet.shared.proto import agent_pb2
 from jetfleet.shared.workloads import WORKLOADS
 
@@ -106,6 +113,8 @@ class JobRunner:
                         if needs_confirming(rec):
                             await self._confirm(device)
                         await self._training().on(device)
+                    except (Unavailable, DeadlineExceeded) as e:   # its steps are re-sent by id: none run twice
+                        await self._went_away(device, "confirming its choice", e)
                     finally:
                         self.ctx.leases.release(device, self.holder)
             await self._finish(JobState.DONE, "")
@@ -130,11 +139,25 @@ class JobRunner:
             rec.model_id = doc["model_id"]
             await self.save()
             return
-        device = await self._board()
-        try:
-            await OnlineProfiler(self.ctx, rec, self.catalog, self.move, self.save, self.check_cancel).profile(device)
-        finally:
-            self.ctx.leases.release(device, self.holder)
+        while True:
+            device = await self._board()
+            try:
+                await OnlineProfiler(self.ctx, rec, self.catalog, self.move, self.save, self.check_cancel).profile(device)
+                return
+            except (Unavailable, DeadlineExceeded) as e:   # the modes profiled are kept; the rest resume by id
+                await self._went_away(device, "profiling online", e)
+            finally:
+                self.ctx.leases.release(device, self.holder)
+
+    async def _went_away(self, device: str, what: str, e: JetfleetError) -> None:
+        """The board the job holds went offline (or stopped answering) while the job was ``what``: the job waits
+        for a board again and goes on where it was. Its commands have deterministic ids, so a step the board ran
+        meanwhile is answered from the board's memory when it is sent again, not run twice. The store's own outage
+        is not the board's: it is raised again."""
+        if isinstance(e, StoreUnavailable):
+            raise e
+        await self.move(JobState.QUEUED, f"{device} went away while {what} ({e.message}); resuming when a board is "
+                                         "back", waiting_for="a board")
 
     def _training(self) -> TrainingRun:
         if self.training is None:

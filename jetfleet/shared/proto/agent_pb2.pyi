@@ -41,14 +41,16 @@ class Hello(_message.Message):
     def __init__(self, board: _Optional[_Union[_common_pb2.BoardInfo, _Mapping]] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., agent_version: _Optional[str] = ..., protocol: _Optional[int] = ..., metrics_port: _Optional[int] = ..., instance_id: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("t_s", "current_mode", "busy_command_id")
+    __slots__ = ("t_s", "current_mode", "busy_command_id", "launch_ids")
     T_S_FIELD_NUMBER: _ClassVar[int]
     CURRENT_MODE_FIELD_NUMBER: _ClassVar[int]
     BUSY_COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_IDS_FIELD_NUMBER: _ClassVar[int]
     t_s: float
     current_mode: _common_pb2.PowerMode
     busy_command_id: str
-    def __init__(self, t_s: _Optional[float] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., busy_command_id: _Optional[str] = ...) -> None: ...
+    launch_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, t_s: _Optional[float] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., busy_command_id: _Optional[str] = ..., launch_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TelemetryBatch(_message.Message):
     __slots__ = ("samples", "dropped", "columns", "heartbeat")
