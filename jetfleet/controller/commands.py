@@ -61,6 +61,19 @@ MAX_SUPERSEDED = 10_000              # commands nobody wants any more, remembere
 CANCEL_EVERY_S = 5.0                 # a superseded command seen running is asked to stop at most this often
 
 
+class BoardOffline(Unavailable):
+    """The board is offline, or went offline before answering: the router's own error, never a board's result (a
+    board that answers with UNAVAILABLE raises a plain Unavailable)."""
+
+
+class BoardSilent(DeadlineExceeded):
+    """The board did not answer a command within the router's timeout (the command stays pending there): the
+    router's own error, never a board's result (a board that answers DEADLINE_EXCEEDED raises a plain one)."""
+
+
+BOARD_GONE = (BoardOffline, BoardSilent)   # what a job that holds a board waits out: the board itself went away
+
+
 @dataclass
 class _Pending:
     device_id: str
@@ -137,12 +150,12 @@ class CommandRouter:
         try:
             return _raise_failed(await asyncio.wait_for(asyncio.shield(running), timeout_s))
         except asyncio.TimeoutError:
-            raise DeadlineExceeded(f"command {cid} is still running on {device_id}", field="timeout_s") from None
+            raise BoardSilent(f"command {cid} is still running on {device_id}", field="timeout_s") from None
 
     async def _send(self, live: LiveDevice, device_id: str, cid: str, kind: str, command: agent_pb2.Command,
                     timeout_s: float | None, *, logged: bool) -> agent_pb2.CommandResult:
         if not live.online or live.session is None:
-            raise Unavailable(f"device {device_id!r} is offline", field="device_id")
+            raise BoardOffline(f"device {device_id!r} is offline", field="device_id")
         fut: asyncio.Future[agent_pb2.CommandResult] = asyncio.get_running_loop().create_future()
         session = live.session
         session.send(agent_pb2.ControllerMessage(command=command))  # ResourceExhausted if it does not read
@@ -152,7 +165,7 @@ class CommandRouter:
             result = await asyncio.wait_for(asyncio.shield(fut), timeout_s or self.registry.config.command_timeout_s)
         except asyncio.TimeoutError:
             self.metrics.commands.labels(kind, "timeout").inc()
-            raise DeadlineExceeded(f"device {device_id} did not answer command {cid} in time; it stays pending, "
+            raise BoardSilent(f"device {device_id} did not answer command {cid} in time; it stays pending, "
                                    "and a retry with the same request id will not repeat it",
                                    field="timeout_s") from None
         finally:
@@ -361,7 +374,7 @@ class CommandRouter:
         for p in list(self._pending.values()):
             if p.device_id == device_id and not p.future.done() and (session is None
                                                                       or p.session_id == session.session_id):
-                p.future.set_exception(Unavailable(f"device {device_id} went offline before answering",
+                p.future.set_exception(BoardOffline(f"device {device_id} went offline before answering",
                                                    field="device_id"))
 
 

@@ -21,6 +21,7 @@ import logging
 import math
 from typing import Any
 
+from jetfleet.controller.commands import BOARD_GONE
 from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.confirming import Confirmer, needs_confirming, replay
 from jetfleet.controller.jobs.context import JobContext
@@ -38,14 +39,7 @@ from jetfleet.controller.store import JobRecord
 from jetfleet.controller.store.job_record import ChoiceRecord, StepRecord
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.convert import mode_from_pb, mode_to_pb
-from jetfleet.shared.errors import (
-    DeadlineExceeded,
-    FailedPrecondition,
-    InvalidArgument,
-    JetfleetError,
-    StoreUnavailable,
-    Unavailable,
-)
+from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, JetfleetError
 from jetfleet.shared.proto import agent_pb2
 from jetfleet.shared.workloads import WORKLOADS
 
@@ -113,7 +107,7 @@ class JobRunner:
                         if needs_confirming(rec):
                             await self._confirm(device)
                         await self._training().on(device)
-                    except (Unavailable, DeadlineExceeded) as e:   # its steps are re-sent by id: none run twice
+                    except BOARD_GONE as e:   # its steps are re-sent by id: none run twice
                         await self._went_away(device, "confirming its choice", e)
                     finally:
                         self.ctx.leases.release(device, self.holder)
@@ -144,7 +138,7 @@ class JobRunner:
             try:
                 await OnlineProfiler(self.ctx, rec, self.catalog, self.move, self.save, self.check_cancel).profile(device)
                 return
-            except (Unavailable, DeadlineExceeded) as e:   # the modes profiled are kept; the rest resume by id
+            except BOARD_GONE as e:   # the modes profiled are kept; the rest resume by id
                 await self._went_away(device, "profiling online", e)
             finally:
                 self.ctx.leases.release(device, self.holder)
@@ -152,10 +146,8 @@ class JobRunner:
     async def _went_away(self, device: str, what: str, e: JetfleetError) -> None:
         """The board the job holds went offline (or stopped answering) while the job was ``what``: the job waits
         for a board again and goes on where it was. Its commands have deterministic ids, so a step the board ran
-        meanwhile is answered from the board's memory when it is sent again, not run twice. The store's own outage
-        is not the board's: it is raised again."""
-        if isinstance(e, StoreUnavailable):
-            raise e
+        meanwhile is answered from the board's memory when it is sent again, not run twice (a failure the board
+        itself reported, such as no training session joining, still fails the job)."""
         await self.move(JobState.QUEUED, f"{device} went away while {what} ({e.message}); resuming when a board is "
                                          "back", waiting_for="a board")
 

@@ -15,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from jetfleet.controller.commands import BOARD_GONE
 from jetfleet.controller.jobs import inference as stream_
 from jetfleet.controller.jobs.context import JobContext
 from jetfleet.controller.jobs.launch import keep_tail, launch_pb
@@ -27,7 +28,7 @@ from jetfleet.controller.store.job_record import InferenceChoice, Observed, RunR
 from jetfleet.shared import defaults
 from jetfleet.shared.catalog import Catalog
 from jetfleet.shared.convert import mode_from_pb, mode_to_pb
-from jetfleet.shared.errors import DeadlineExceeded, JetfleetError, Unavailable
+from jetfleet.shared.errors import JetfleetError
 from jetfleet.shared.proto import agent_pb2
 from jetfleet.shared.workloads import MAX_MINIBATCHES
 
@@ -68,7 +69,7 @@ class TrainingRun:
         try:
             result = await ctx.router.send(device, self._command(run), command_id=cid,
                                            timeout_s=ctx.config.run_timeout_s)
-        except (Unavailable, DeadlineExceeded) as e:
+        except BOARD_GONE as e:   # the board itself (a board's own DEADLINE_EXCEEDED, say no step() for T s, fails)
             await self.move(JobState.QUEUED, f"{device} went away mid-run ({e.message}); resuming from minibatch "
                                              f"{rec.minibatches_done}", waiting_for="a board")
             return
