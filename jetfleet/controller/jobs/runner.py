@@ -103,12 +103,14 @@ class JobRunner:
                 await self._prepare()
                 while rec.minibatches_done < rec.minibatches:
                     device = await self._board()
+                    stage = "confirming its choice"
                     try:
                         if needs_confirming(rec):
                             await self._confirm(device)
+                        stage = "starting its run"   # (the run itself waits out its board going away: running.py)
                         await self._training().on(device)
                     except BOARD_GONE as e:   # its steps are re-sent by id: none run twice
-                        await self._went_away(device, "confirming its choice", e)
+                        await self._went_away(device, stage, e)
                     finally:
                         self.ctx.leases.release(device, self.holder)
             await self._finish(JobState.DONE, "")
