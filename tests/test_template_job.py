@@ -32,7 +32,7 @@ from .waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own-training" / "train.py"
-WAIT = "import time\nprint('loading the data', flush=True)\ntime.sleep(600)"
+WAIT = "import signal\nprint('loading the data', flush=True)\nsignal.pause()"   # until a signal stops it
 CRASH = "import sys\nprint('loading the data', flush=True)\nprint('CUDA out of memory', file=sys.stderr)\nsys.exit(3)"
 
 
