@@ -7,6 +7,7 @@ and ports) and the processes Ansible starts in them. Everything is torn down by 
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -16,6 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import procs
+
+# Each lab's link and namespace names carry a tag of their own: this process's id and a count of the labs it has
+# started. Two labs of one run never share a name, which matters because a namespace removed with `ip netns del`
+# is destroyed by the kernel later (its links with it), so a lab started right after another ended could find the
+# previous lab's links still there under a pid-only tag ("RTNETLINK answers: File exists", seen in CI).
+_LABS = itertools.count(1)
 
 
 def run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -39,6 +46,7 @@ class SshLab:
     subnet: int
     hosts: dict[str, Host] = field(default_factory=dict)
     bridge: str = ""
+    links: list[str] = field(default_factory=list)   # the root namespace's ends of the hosts' veth pairs
 
     @property
     def key(self) -> Path:
@@ -60,7 +68,7 @@ class SshLab:
         return ""
 
     def up(self) -> SshLab:
-        tag = f"{os.getpid() % 100000}"
+        tag = f"{os.getpid() % 10000}{next(_LABS)}"   # names stay within IFNAMSIZ (15): jfbr + 4 + count
         self.bridge = f"jfbr{tag}"
         self.base.mkdir(parents=True, exist_ok=True)
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key))
@@ -76,6 +84,7 @@ class SshLab:
             veth, peer = f"jf{i}v{tag}", f"jf{i}p{tag}"
             run("ip", "netns", "add", h.ns)
             run("ip", "link", "add", veth, "type", "veth", "peer", "name", peer)
+            self.links.append(peer)
             run("ip", "link", "set", veth, "netns", h.ns)
             run("ip", "link", "set", peer, "master", self.bridge)
             run("ip", "link", "set", peer, "up")
@@ -133,5 +142,7 @@ class SshLab:
                 h.sshd.wait(10)
                 h.sshd.end()
             run("ip", "netns", "del", h.ns, check=False)
+        for link in self.links:   # removed now, not whenever the kernel gets to the namespace it paired with
+            run("ip", "link", "del", link, check=False)
         if self.bridge:
             run("ip", "link", "del", self.bridge, check=False)

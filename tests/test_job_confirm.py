@@ -1,7 +1,9 @@
 """Confirm before committing (issue 26, wired into jobs): a power budget's choice is measured on the job's board
 before the job commits to it. The same model whose power predictions are 20% low makes an unconfirmed job run over
 its budget (the verdict says so) and a confirmed one run within it; what the board profiled is read from the agent's
-own memory of its commands, not only from the controller's record."""
+own memory of its commands, not only from the controller's record. A board cut off from the controller while the job
+confirms its choice is waited out: the job queues, and once the board is back it measures again and trains its length
+once (the board's own count)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from jetfleet.client import OperatorClient
 from jetfleet.shared.convert import mode_from_pb
 from jetfleet.shared.proto import operator_pb2 as op
 
-from .jobs_lab import install, make_lab, wait_job
+from .harness import LabThread
+from .jobs_lab import NANO, SPEED, install, make_lab, wait_job
+from .netcut import CuttableProxy
 
 pytestmark = pytest.mark.timeout(600)
 BUDGET_W = 11.0
@@ -90,3 +94,50 @@ def _flags(kw: dict) -> list[str]:
         else:
             out += ["--" + k.replace("_", "-"), str(v)]
     return out
+
+
+def test_a_board_cut_off_while_the_job_confirms_its_choice_is_waited_out_and_trains_the_jobs_length_once(
+        tmp_path, target_models):
+    lt = LabThread(str(tmp_path / "data"), []).start()
+    proxy: CuttableProxy | None = None
+    try:
+        def dial(address: str) -> str:   # the agent reaches the controller only through a proxy the test cuts
+            nonlocal proxy
+            proxy = CuttableProxy(address)
+            return proxy.address
+
+        lt.do(lambda: lt.lab.add_agent(NANO, speed=SPEED, controller=dial(lt.address)))
+        lt.call(lt.lab.wait_online(1))
+        install(lt, target_models, "low")   # its first choice draws more than the budget: confirming measures > 1
+        assert proxy is not None
+        jobs, cut_at = lt.lab.controller.jobs, []
+        gauges = jobs.update_gauges
+
+        def cut_when_confirming(rec=None):   # on the controller's loop, right after the move is stored
+            if rec is not None and not cut_at and rec.detail.startswith("confirming the choice"):
+                cut_at.append(rec.detail)
+                proxy.cut()   # before the job sends the board its first mode to measure
+            gauges(rec)
+
+        jobs.update_gauges = cut_when_confirming
+        job_id = submit(lt, power_budget_w=BUDGET_W, minibatches=2000, window_s=3600)
+        with OperatorClient(lt.address) as c:
+            def went_away() -> bool:
+                j = c.call("GetJob", op.GetJobRequest(job_id=job_id))
+                return j.state == "queued" and any(h.state == "queued" and "went away while confirming its choice"
+                                                   in h.why for h in j.history)
+
+            lt.wait(went_away, 60, "the job waiting for its board")
+            assert cut_at
+            assert board_profiles(lt) == []   # the board never got the mode the job was about to measure
+            proxy.restore()
+            job = wait_job(lt, job_id)
+        assert job.state == "done" and job.confirmed, job.detail
+        assert board_profiles(lt) == [c.mode for c in job.confirms] and len(job.confirms) >= 1
+        trained = lt.do(lambda: sum(n for cid, n in lt.lab.agents[0].link.executor.trained.items()
+                                    if cid.startswith(job_id + "-")))
+        assert trained == job.minibatches_done == 2000   # the board's own count: the job's length, once
+    finally:
+        lt.close()
+        if proxy is not None:
+            proxy.close()
