@@ -70,6 +70,20 @@ def test_hellos_with_huge_fields_are_refused_and_devices_ls_keeps_working(lab):
     assert lab.do(lambda: lab.lab.controller.store.list_devices()) == []
 
 
+def test_a_hello_whose_template_rules_do_not_read_is_refused_and_nothing_is_kept(lab):
+    cases = ((["int 1..x"], "bounds are not int numbers"), (["int 1..2", ""], "2 rules for 1 args"),
+             (["between 1 and 2"], "is not an arg rule"), (["float 2..1"], "min 2 is above max 1"),
+             (["one of a||b"], "not an allowed --arg value"))
+    for i, (rules, words) in enumerate(cases):
+        msg = hello(f"rules-{i}")
+        msg.hello.board.templates.add(name="t", args=["a"], arg_rules=rules)
+        e = refused_hello(lab, msg)
+        assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and "hello.board.templates[t].arg_rules" in e.details()
+        assert words in e.details(), e.details()
+    with OperatorClient(lab.address) as c:
+        assert c.list_devices() == []
+
+
 def test_a_huge_temperature_key_is_refused_and_nothing_is_kept(lab):
     cat = get_catalog("tx2")
 

@@ -3,7 +3,8 @@
 with real processes. A launched process is adopted exactly as an attached one and must exit 0 once it trained the
 job's length; it exits 3 -> the command fails naming 3 and the last line it printed; a cancel stops its process
 group (a child that ignores SIGTERM is SIGKILLed after the grace period); a template or arg the configuration does
-not name is refused and nothing starts; a bad configuration is refused naming the template and the field."""
+not name is refused and nothing starts, as is a value its arg's rule does not allow (an integer or a number within
+bounds, one of a list); a bad configuration is refused naming the template and the field."""
 
 from __future__ import annotations
 
@@ -59,7 +60,10 @@ TRAIN = textwrap.dedent("""
 def templates_doc(script: Path, grace_s: float = 0.5) -> dict:
     return {"kill_grace_s": grace_s, "templates": {
         "resnet18": {"command": [sys.executable, str(script), "{minibatches}", "{end}"], "args": ["end"],
-                     "cwd": str(script.parent), "env": {"PYTHONUNBUFFERED": "1"}, "exit_wait_s": 30}}}
+                     "cwd": str(script.parent), "env": {"PYTHONUNBUFFERED": "1"}, "exit_wait_s": 30},
+        "typed": {"command": [sys.executable, str(script), "{minibatches}", "exit0", "{epochs}", "{lr}", "{opt}"],
+                  "args": {"epochs": {"type": "int", "min": 1, "max": 100}, "lr": {"type": "float", "min": 0, "max": 1},
+                           "opt": {"choices": ["sgd", "adam"]}}}}}
 
 
 class Board:
@@ -156,7 +160,12 @@ def test_a_template_or_arg_the_configuration_does_not_name_is_refused_and_nothin
              ("resnet18", {}, "template_args.end", "needs --arg end=VALUE"),
              ("resnet18", {"end": "exit0", "rm": "x"}, "template_args.rm", "takes no arg 'rm'"),
              ("resnet18", {"end": "--help"}, "template_args.end", "not starting with '-'"),
-             ("resnet18", {"end": "a b"}, "template_args.end", "letters, digits"))
+             ("resnet18", {"end": "a b"}, "template_args.end", "letters, digits"),
+             ("typed", {"epochs": "0", "lr": "0.1", "opt": "sgd"}, "template_args.epochs", "an integer in 1..100"),
+             ("typed", {"epochs": "1e1", "lr": "0.1", "opt": "sgd"}, "template_args.epochs", "an integer in 1..100"),
+             ("typed", {"epochs": "5", "lr": "nan", "opt": "sgd"}, "template_args.lr", "a number in 0..1"),
+             ("typed", {"epochs": "5", "lr": "1.5", "opt": "sgd"}, "template_args.lr", "a number in 0..1"),
+             ("typed", {"epochs": "5", "lr": "0.1", "opt": "rmsprop"}, "template_args.opt", "one of sgd, adam"))
     for i, (template, args, field, words) in enumerate(cases):
         r = board.launch(f"bad-{i}", f"job-bad-{i}", 10, args, template=template).result(30)
         assert not r.ok and r.error.field.endswith(field) and words in r.error.message, r.error.message
@@ -219,6 +228,32 @@ def test_a_bad_template_configuration_is_refused_naming_the_template_and_the_fie
     assert bad({"kill_grace_s": 0}).field == "kill_grace_s"
     assert bad({"templats": {}}).field == "templats"
     assert parse_templates({"templates": {"t": {**ok, "user": "root"}}}, euid=0).templates[0].user == "root"
+
+
+def test_an_args_rule_is_read_from_its_table_and_a_bad_rule_is_refused_naming_the_arg(tmp_path):
+    command = ["python3", "train.py", "{epochs}", "{lr}", "{opt}", "{tag}"]
+    rules = {"epochs": {"type": "int", "min": 1, "max": 100}, "lr": {"type": "float", "max": 1}, "opt": {"choices":
+             ["sgd", "adam"]}, "tag": {}}
+    (t,) = parse_templates({"templates": {"t": {"command": command, "args": rules}}}, 1000).templates
+    assert t.args == ("epochs", "lr", "opt", "tag")
+    assert [r.text() for r in t.rules] == ["int 1..100", "float ..1", "one of sgd|adam", ""]
+    values = {"epochs": "100", "lr": "-0.5", "opt": "adam", "tag": "run-7"}
+    assert t.argv(values, {}) == ["python3", "train.py", "100", "-0.5", "adam", "run-7"]
+    cases = (({"lr": {"type": "complex"}}, "templates.t.args.lr", "allowed text, int, float"),
+             ({"lr": {"type": "float", "min": 1, "max": 0}}, "templates.t.args.lr", "min 1 is above max 0"),
+             ({"lr": {"type": "int", "min": 0.5}}, "templates.t.args.lr.min", "a finite integer"),
+             ({"lr": {"type": "float", "max": float("inf")}}, "templates.t.args.lr.max", "a finite number"),
+             ({"lr": {"choices": []}}, "templates.t.args.lr", "1..32 different values"),
+             ({"lr": {"choices": ["a", "a"]}}, "templates.t.args.lr", "1..32 different values"),
+             ({"lr": {"choices": ["a|b"]}}, "templates.t.args.lr", "not an allowed --arg value"),
+             ({"lr": {"choices": ["--rm"]}}, "templates.t.args.lr", "not an allowed --arg value"),
+             ({"lr": {"choices": ["a"], "min": 1}}, "templates.t.args.lr", "no type, min or max"),
+             ({"lr": {"min": 1}}, "templates.t.args.lr", "for type int or float"),
+             ({"lr": {"default": 1}}, "templates.t.args.lr", "unknown setting 'default'"),
+             ({"lr": "float"}, "templates.t.args.lr", "a table"))
+    for args, field, words in cases:
+        e = bad({"templates": {"t": {"command": ["python3", "train.py", "{lr}"], "args": args}}})
+        assert e.field == field and words in e.message, (field, e.field, e.message)
 
 
 def test_the_agent_refuses_to_start_with_a_bad_templates_file(tmp_path):

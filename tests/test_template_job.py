@@ -40,7 +40,8 @@ CRASH = "import sys\nprint('loading the data', flush=True)\nprint('CUDA out of m
 def lab(tmp_path, reference_nets):
     pytest.importorskip("sklearn", reason="the example's dataset ships with scikit-learn (the dev extra)")
     templates = parse_templates({"kill_grace_s": 2, "templates": {
-        "digits-mlp": {"command": [sys.executable, str(EXAMPLE), "--epochs", "{epochs}"], "args": ["epochs"],
+        "digits-mlp": {"command": [sys.executable, str(EXAMPLE), "--epochs", "{epochs}"],
+                       "args": {"epochs": {"type": "int", "min": 1, "max": 1000}},
                        "cwd": str(EXAMPLE.parent), "exit_wait_s": 60},
         "crash": {"command": [sys.executable, "-c", CRASH]}}}, euid=os.geteuid())
     with session_lab(tmp_path, reference_nets, templates) as lt:
@@ -74,6 +75,8 @@ def test_a_template_or_args_the_boards_agent_does_not_take_are_refused_before_an
              ({"template": "digits-mlp"}, "template_args.epochs", "needs --arg epochs=VALUE"),
              ({"template": "digits-mlp", "template_args": {"epochs": "3", "lr": "1"}}, "template_args.lr", "no arg"),
              ({"template": "digits-mlp", "template_args": {"epochs": "$(reboot)"}}, "template_args.epochs", "letters"),
+             ({"template": "digits-mlp", "template_args": {"epochs": "many"}}, "template_args.epochs",
+              "allowed an integer in 1..1000"),   # the rule of the agent's configuration, from its hello
              ({"template": "digits-mlp", "template_args": {"epochs": "3"}, "attach": True}, "attach", "not both"),
              ({"template_args": {"epochs": "3"}}, "template_args", "--template"))
     with OperatorClient(lab.address) as c:
@@ -84,6 +87,8 @@ def test_a_template_or_args_the_boards_agent_does_not_take_are_refused_before_an
             assert e.value.field == field and words in e.value.message, (field, e.value.message)
         assert c.list_jobs() == []
     assert agent.link.executor.launcher.launches == {}                         # nothing started
+    shown = CliRunner().invoke(cli, ["devices", "show", agent.device_id, "--controller", lab.address]).output
+    assert "template digits-mlp (job submit --template digits-mlp --arg epochs=<an integer in 1..1000>)" in shown, shown
 
 
 def test_a_launched_command_that_exits_3_fails_the_job_naming_3_and_its_last_line(lab):

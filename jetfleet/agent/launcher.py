@@ -104,7 +104,8 @@ class Launcher:
 
     def templates(self) -> list[common_pb2.TemplateInfo]:
         """What the hello lists: each template's name and the --arg names it takes."""
-        return [common_pb2.TemplateInfo(name=t.name, args=list(t.args)) for t in self.config.templates]
+        return [common_pb2.TemplateInfo(name=t.name, args=list(t.args), arg_rules=[r.text() for r in t.rules])
+                for t in self.config.templates]
 
     def check(self, r: agent_pb2.LaunchTemplate) -> None:
         """InvalidArgument naming the field when ``r`` names a template this agent does not have, or args it does

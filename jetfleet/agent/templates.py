@@ -12,6 +12,15 @@ They come from the agent's configuration, a TOML file (``jetfleet agent run --te
     args = ["epochs"]                      # the --arg names it accepts (each one required)
     exit_wait_s = 60                       # after the job's length, how long it may take to exit
 
+``args`` may instead be a table that gives each arg a rule, checked by the controller before it stores the job and by
+the agent before it launches (``jetfleet/shared/template_args.py``)::
+
+    [templates.digits.args]
+    epochs = { type = "int", min = 1, max = 1000 }
+    lr = { type = "float", min = 0.00001, max = 1 }    # either bound may be left out
+    optimizer = { choices = ["sgd", "adam"] }
+    tag = {}                                           # any allowed text, as in the list form
+
 The command is an argv list, never a shell string. ``{name}`` placeholders are substituted in argv elements only
 (never in cwd, env or the program itself), each by a whole value: an ``--arg`` the template accepts, or one the
 agent fills in: ``{workload}`` (the session name the process must use: the template's name), ``{minibatches}``
@@ -32,7 +41,7 @@ from typing import Dict, Mapping
 from jetfleet.shared.compat import toml_reader
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.session_wire import check_name
-from jetfleet.shared.template_args import ARG_NAME, MAX_ARGS, check_args
+from jetfleet.shared.template_args import ARG_NAME, MAX_ARGS, ArgRule, check_args
 
 BUILTIN_ARGS = ("workload", "minibatches", "job_id")   # filled in by the agent, never given with --arg
 MAX_TEMPLATES = 64
@@ -54,11 +63,16 @@ class JobTemplate:
     user: str = ""
     args: tuple[str, ...] = ()
     exit_wait_s: float = DEFAULT_EXIT_WAIT_S
+    rules: tuple[ArgRule, ...] = ()   # each arg's rule, in the order of ``args`` (empty: any allowed text)
+
+    def rule_of(self) -> dict[str, ArgRule]:
+        """Each arg's rule by name."""
+        return dict(zip(self.args, self.rules))
 
     def argv(self, values: Mapping[str, str], builtin: Mapping[str, str]) -> list:
         """The command with its placeholders filled: ``values`` must hold exactly the template's args (each
-        checked); InvalidArgument naming the arg otherwise, before anything starts."""
-        check_args(self.name, self.args, values)
+        checked against its rule); InvalidArgument naming the arg otherwise, before anything starts."""
+        check_args(self.name, self.args, values, self.rule_of())
         filled = dict(builtin)
         filled.update(values)
         return [self.command[0]] + [_PLACEHOLDER.sub(lambda m: filled[m.group(1)], a) for a in self.command[1:]]
@@ -119,10 +133,15 @@ def _template(name: str, t: object, euid: int) -> JobTemplate:
         raise InvalidArgument(f"template {name!r}: unknown setting {extra[0]!r} (allowed: {', '.join(allowed)})",
                               field=f"{where}.{extra[0]}")
     args = t.get("args", [])
+    specs = args if isinstance(args, dict) else {}
+    if isinstance(args, dict):
+        args = list(args)
     if not isinstance(args, list) or len(args) > MAX_ARGS or not all(isinstance(a, str) and ARG_NAME.match(a)
                                                                         and a not in BUILTIN_ARGS for a in args):
         raise InvalidArgument(f"template {name!r}: args is a list of at most {MAX_ARGS} names (lower case, digits, _; "
-                              f"not {', '.join(BUILTIN_ARGS)}, which the agent fills in)", field=f"{where}.args")
+                              f"not {', '.join(BUILTIN_ARGS)}, which the agent fills in), or a table of those names "
+                              "and their rules", field=f"{where}.args")
+    rules = tuple(ArgRule.from_config(specs.get(a, {}), f"{where}.args.{a}") for a in args)
     command = t.get("command")
     if isinstance(command, str):
         raise InvalidArgument(f"template {name!r}: command is an argv list, never a shell string "
@@ -171,7 +190,7 @@ def _template(name: str, t: object, euid: int) -> JobTemplate:
                                   field=f"{where}.user")
     wait = _seconds(t.get("exit_wait_s", DEFAULT_EXIT_WAIT_S), f"{where}.exit_wait_s", 0.0, 3600.0)
     env_items: tuple[tuple[str, str], ...] = tuple(sorted(env.items()))
-    return JobTemplate(name, tuple(command), cwd, env_items, user, tuple(args), wait)
+    return JobTemplate(name, tuple(command), cwd, env_items, user, tuple(args), wait, rules)
 
 
 def _seconds(v: object, field: str, lo: float, hi: float) -> float:

@@ -91,7 +91,9 @@ def device_text(x: dict[str, Any]) -> str:
     lines.append("software: " + ", ".join(f"{k}={v}" for k, v in sorted(x["software"].items())))
     lines.append("workloads: " + ", ".join(x["workloads"]))
     lines += [f"broken plugin {k}: {v}" for k, v in sorted(x["broken_workloads"].items())]
-    lines += [f"template {k} (job submit --template {k}" + "".join(f" --arg {a}=..." for a in args) + ")"
+    rules = x.get("template_rules", {})
+    lines += [f"template {k} (job submit --template {k}" + "".join(f" --arg {a}=" + _allowed(rules.get(k, {}).get(a, ""))
+                                                                   for a in args) + ")"
               for k, args in sorted(x.get("templates", {}).items())]
     if "catalog" in x:
         lines.append(f"catalog: {x['catalog']['modes']} modes, presets {', '.join(x['catalog']['presets'])}")
@@ -161,3 +163,16 @@ def telemetry_watch(conn: Connection, device: str, count: int, timeout_s: float,
                     click.echo(f"{stamp}  total {s.total_w:6.2f} W  {rails}")
         except KeyboardInterrupt:
             pass
+
+
+def _allowed(rule: str) -> str:
+    """An arg's placeholder in `devices show`: ``...``, or what its rule allows (``<an integer in 1..1000>``)."""
+    if not rule:
+        return "..."
+    from jetfleet.shared.errors import InvalidArgument
+    from jetfleet.shared.template_args import ArgRule
+
+    try:
+        return f"<{ArgRule.parse(rule, 'arg_rules').allowed()}>"
+    except InvalidArgument:   # a rule this client does not read (a newer agent's): as the agent said it
+        return f"<{rule[:64]}>"

@@ -105,6 +105,8 @@ class Device:
     held_by: str = ""        # who holds the board's lease (a job, a campaign, ...): it does one thing at a time
     busy_command: str = ""   # the command its last heartbeat said it runs
     templates: dict[str, list[str]] = field(default_factory=dict)   # job templates its agent launches: their args
+    # the args with a rule, per template: arg -> its rule as the agent said it ("int 1..1000", "one of sgd|adam")
+    template_rules: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_pb(cls, d: operator_pb2.Device) -> Device:
@@ -114,7 +116,8 @@ class Device:
                    d.first_seen_s, _plain(d.software), list(d.workloads), _plain(d.broken_workloads), d.metrics_address,
                    TelemetrySample.from_pb(d.last_telemetry) if d.HasField("last_telemetry") else None,
                    CatalogSummary.from_pb(d.catalog) if d.HasField("catalog") else None, _plain(d.labels), d.held_by,
-                   d.busy_command, {t.name: list(t.args) for t in d.templates})
+                   d.busy_command, {t.name: list(t.args) for t in d.templates},
+                   {t.name: {a: r for a, r in zip(t.args, t.arg_rules) if r} for t in d.templates if any(t.arg_rules)})
 
     @property
     def power_w(self) -> float | None:
@@ -138,7 +141,7 @@ class Device:
             "workloads": self.workloads, "broken_workloads": self.broken_workloads,
             "metrics_address": self.metrics_address or None, "labels": dict(sorted(self.labels.items())),
             "held_by": self.held_by or None, "busy_command": self.busy_command or None,
-            "templates": self.templates}
+            "templates": self.templates, "template_rules": self.template_rules}
         if self.last_telemetry is not None:
             out["power_w"] = round(self.last_telemetry.total_w, 3)
             out["rails_w"] = {k: round(v, 3) for k, v in sorted(self.last_telemetry.rails_w.items())}

@@ -75,7 +75,8 @@ class DeviceViews:
             holder = holders.get(dev)
             key = (rec, d.catalog, rec.current_mode, online, None if online else rec.last_seen_s,
                    d.metrics_address if online else "", d.busy if online else "", d.workloads, d.broken_workloads,
-                   d.speed, labels.get(dev), str(holder) if holder is not None else "", d.templates)
+                   d.speed, labels.get(dev), str(holder) if holder is not None else "", d.templates,
+                   d.template_rules)
             sample = last(dev)
             hit = kept.get(dev)
             if hit is None or hit[0] != key:
@@ -115,7 +116,8 @@ class DeviceViews:
         msg.metrics_address = d.metrics_address if d.online else ""
         msg.workloads.extend(d.workloads)
         msg.broken_workloads.update(d.broken_workloads)
-        msg.templates.extend(common_pb2.TemplateInfo(name=k, args=v) for k, v in sorted(d.templates.items()))
+        msg.templates.extend(common_pb2.TemplateInfo(name=k, args=v, arg_rules=d.template_rules.get(k, ()))
+                             for k, v in sorted(d.templates.items()))
         msg.speed = d.speed
         if rec.current_mode:
             mode, name = self._shown_mode(d.catalog, rec.current_mode)

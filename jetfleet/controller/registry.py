@@ -79,6 +79,7 @@ class LiveDevice:
     reported: tuple[object, ...] = ()            # the last heartbeat's mode: ((cores, MHz...), its checked text)
     broken_workloads: dict[str, str] = field(default_factory=dict)   # plugins that failed to load there
     templates: dict[str, tuple[str, ...]] = field(default_factory=dict)   # job templates its agent launches: args
+    template_rules: dict[str, tuple[str, ...]] = field(default_factory=dict)   # their args' rules (ArgRule texts)
     speed: float = 0.0          # board seconds per wall second, as its agent said (1: real time; 0: not said)
 
     @property
@@ -138,6 +139,7 @@ class Registry:
                                catalog=catalog)
         live.instance_id, live.workloads, live.broken_workloads = instance, workloads, broken
         live.templates = {t.name: tuple(t.args) for t in board.templates}   # each checked by check_board
+        live.template_rules = {t.name: tuple(t.arg_rules) for t in board.templates if any(t.arg_rules)}
         live.speed = board.speed if board.emulated else 1.0
         host = f"[{peer_host}]" if ":" in peer_host else peer_host
         live.metrics_address = f"{host}:{hello.metrics_port}" if hello.metrics_port and peer_host else ""

@@ -26,7 +26,7 @@ from jetfleet.shared.bounds import (
 from jetfleet.shared.catalog import KNOBS, Catalog, PowerMode, Rail, catalog_from_knobs, format_mhz, power_limit_w
 from jetfleet.shared.errors import InvalidArgument
 from jetfleet.shared.proto import common_pb2 as pb
-from jetfleet.shared.template_args import ARG_NAME, MAX_ARGS
+from jetfleet.shared.template_args import ARG_NAME, MAX_ARGS, ArgRule
 
 # Bounds on what a peer may send (the agent and the controller trust nothing they receive);
 # identifiers, labels and text are bounded in ``jetfleet.shared.bounds``.
@@ -201,6 +201,11 @@ def check_board(board: pb.BoardInfo, field: str = "hello.board") -> Catalog:
             if not ARG_NAME.match(a):
                 raise InvalidArgument(f"{field}.templates[{t.name}].args: {a[:32]!r} is not an arg name",
                                       field=f"{field}.templates")
+        if t.arg_rules and len(t.arg_rules) != len(t.args):
+            raise InvalidArgument(f"{field}.templates[{t.name}].arg_rules: {len(t.arg_rules)} rules for "
+                                  f"{len(t.args)} args (one per arg, or none)", field=f"{field}.templates")
+        for rule in t.arg_rules:
+            ArgRule.parse(rule, f"{field}.templates[{t.name}].arg_rules")
     if math.isnan(board.speed) or board.speed < 0:
         raise InvalidArgument(f"{field}.speed {board.speed!r}: board seconds per wall second, > 0 (inf: instant; "
                               "0: not reported)", field=f"{field}.speed")

@@ -12,7 +12,7 @@ from jetfleet.controller.registry import Registry
 from jetfleet.controller.store import JobRecord
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, JetfleetError
 from jetfleet.shared.proto import agent_pb2, operator_pb2
-from jetfleet.shared.template_args import check_args
+from jetfleet.shared.template_args import ArgRule, check_args
 
 log = logging.getLogger(__name__)
 MAX_TAIL_LINES = 40
@@ -37,7 +37,9 @@ def check_template(req: operator_pb2.SubmitJobRequest, registry: Registry) -> No
         raise InvalidArgument(f"template {req.template[:64]!r} is not in {req.device_id}'s agent configuration (it "
                               f"has: {', '.join(sorted(live.templates)) or 'none; start its agent with --templates'})",
                               field="template")
-    check_args(req.template, takes, dict(req.template_args))
+    rules = live.template_rules.get(req.template, ())
+    check_args(req.template, takes, dict(req.template_args),
+               {a: ArgRule.parse(r, "template_args") for a, r in zip(takes, rules)})
 
 
 def launch_pb(rec: JobRecord) -> agent_pb2.LaunchTemplate:

@@ -114,12 +114,14 @@ class BoardInfo(_message.Message):
     def __init__(self, device_id: _Optional[str] = ..., model: _Optional[str] = ..., serial: _Optional[str] = ..., software: _Optional[_Mapping[str, str]] = ..., catalog: _Optional[_Union[Catalog, _Mapping]] = ..., emulated: bool = ..., workloads: _Optional[_Iterable[str]] = ..., broken_workloads: _Optional[_Mapping[str, str]] = ..., speed: _Optional[float] = ..., templates: _Optional[_Iterable[_Union[TemplateInfo, _Mapping]]] = ...) -> None: ...
 
 class TemplateInfo(_message.Message):
-    __slots__ = ("name", "args")
+    __slots__ = ("name", "args", "arg_rules")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGS_FIELD_NUMBER: _ClassVar[int]
+    ARG_RULES_FIELD_NUMBER: _ClassVar[int]
     name: str
     args: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ...) -> None: ...
+    arg_rules: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., arg_rules: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SampleColumns(_message.Message):
     __slots__ = ("samples", "rails", "temps", "values")
