@@ -177,7 +177,7 @@ def samples_total(metrics_port: int) -> float:
 
 def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, kind: str = "agents", *,
                controller_cpus: set[int] | None = None, load_cpus: set[int] | None = None,
-               max_hellos: int = 0, connect_rate: float = 0.0) -> dict[str, object]:
+               max_hellos: int = 0, connect_rate: float = 0.0, queued_call_s: float = 0.0) -> dict[str, object]:
     """The controller (of ``repo``) under n agents: windows, ingest, online count, and mode-set latencies; how the
     agents came online (seconds, the controller's CPU meanwhile, sessions failed and turned away, and why they
     failed), and its memory."""
@@ -187,7 +187,9 @@ def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, 
         env = {**os.environ, "PYTHONPATH": str(repo)}
         cmd = [sys.executable, "-m", "jetfleet.cli", "controller", "serve", "--listen", "127.0.0.1:0", "--store", d,
                "--metrics-port", str(mport), "--max-connections", str(n + 1000)]
-        ctl = subprocess.Popen(cmd + (["--max-hellos", str(max_hellos)] if max_hellos else []),
+        cmd += ["--max-hellos", str(max_hellos)] if max_hellos else []
+        cmd += ["--queued-call-timeout", f"{queued_call_s:g}"] if queued_call_s else []
+        ctl = subprocess.Popen(cmd,
                                stdout=subprocess.PIPE, text=True, env=env, cwd=repo)
         if controller_cpus:
             os.sched_setaffinity(ctl.pid, controller_cpus)
@@ -257,6 +259,8 @@ def main() -> None:
     p.add_argument("--controller-cpus", default="", help="pin the --big controller to these CPUs (e.g. 0)")
     p.add_argument("--load-cpus", default="", help="pin the --big load processes to these CPUs (e.g. 1)")
     p.add_argument("--max-hellos", type=int, default=0, help="the controller's --max-hellos (0: its default)")
+    p.add_argument("--queued-call-timeout", type=float, default=0.0,
+                   help="the controller's --queued-call-timeout in seconds (0: its default; 30: gRPC's own)")
     p.add_argument("--connect-rate", type=float, default=0.0, help="agents dialling per second and load process "
                    "(0: fleet_load.py's 100, a fleet coming up; 5000: all at once, as after a controller restart)")
     a = p.parse_args()
@@ -313,7 +317,7 @@ def big(a: argparse.Namespace, repo: Path) -> None:
     cpus = {int(x) for x in a.controller_cpus.split(",")} if a.controller_cpus else None
     load_cpus = {int(x) for x in a.load_cpus.split(",")} if a.load_cpus else None
     big = controller(a.big, a.window, a.load_procs, 20, repo, controller_cpus=cpus, load_cpus=load_cpus,
-                     max_hellos=a.max_hellos, connect_rate=a.connect_rate)
+                     max_hellos=a.max_hellos, connect_rate=a.connect_rate, queued_call_s=a.queued_call_timeout)
     rows = big["rows"]
     assert isinstance(rows, list)
     cpu = median(rows, "cpu")
@@ -321,6 +325,8 @@ def big(a: argparse.Namespace, repo: Path) -> None:
     where = f"controller pinned to CPU {a.controller_cpus}" if cpus else "controller on any CPU"
     if a.connect_rate:
         where += f", agents dialling at {a.connect_rate * a.load_procs:g} a second"
+    if a.queued_call_timeout:
+        where += f", --queued-call-timeout {a.queued_call_timeout:g}"
     print(f"  N={a.big} ({where}): {online}/{a.big} online (limit all: {verdict(online == a.big)}) after "
           f"{float(big['connect_s']):.0f} s, the controller at {float(big['connect_cpu']) * 100:.0f} % of a core "
           f"meanwhile; sessions that failed and were dialled again: {failed} (limit none: {verdict(failed == 0)}); "

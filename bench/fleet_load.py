@@ -1,15 +1,15 @@
 """Load for the fleet benchmark, in processes of their own: protocol agents and a minimal server.
 
-``agents``: K agents on one event loop, each on its own gRPC connection, speaking the agent protocol
-the way the real agent does: a hello, then every second a telemetry batch of 10 samples (10 Hz
-sampling; the samples are the twin's, recorded once per board model) with the heartbeat folded in
-when the welcome allows it (as columns when it says so), or a batch of sample messages and a
-heartbeat of its own (protocol 1, an older controller); set_mode commands are acknowledged and
-answered with the mode confirmed. Messages are serialised once and sent as bytes, so a load process
-spends its time in gRPC, not in building messages. An agent whose session ends dials again after a
-jittered backoff, as the real agent does; one turned away by a controller admitting agents waits what it was
-told, with the real agent's jitter on top. Each process answers ``count`` on stdin with the messages it has sent,
-the agents welcomed at least once, the sessions that failed and the sessions turned away.
+``agents``: K agents on one event loop, each on its own gRPC connection, speaking the agent protocol the way the
+real agent does: a hello, then every second a telemetry batch of 10 samples (10 Hz sampling; the samples are the
+twin's, recorded once per board model) with the heartbeat folded in when the welcome allows it (as columns when it
+says so), or a batch of sample messages and a heartbeat of its own (protocol 1, an older controller); set_mode
+commands are answered at once with the mode confirmed (no separate ack: the real agent acknowledges only a command
+still running after 50 ms). Messages are serialised once and sent as bytes, so a load process spends its time in
+gRPC, not in building messages. An agent whose session ends dials again after a jittered backoff, as the real agent
+does; one turned away by a controller admitting agents waits what it was told, with the real agent's jitter on top.
+Each process answers ``count`` on stdin with the messages it has sent, the agents welcomed at least once, the
+sessions that failed and the sessions turned away.
 
 ``real``: the real agent (AgentLink on emulated boards, 10 Hz sampling, 1 s batches) instead, for a
 figure with everything a board's agent does; its processes spend most of their CPU on the twins.
@@ -181,9 +181,7 @@ async def _session(target: str, device_id: str, msgs: Messages, phase_s: float, 
                     return
                 if msg.WhichOneof("kind") != "command" or msg.command.WhichOneof("kind") != "set_mode":
                     continue
-                cid = msg.command.command_id
-                outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=cid, accepted=True))
-                                .SerializeToString())
+                cid = msg.command.command_id   # answered at once: no ack, as the real agent (link.ACK_AFTER_S)
                 outq.put_nowait(agent_pb2.AgentMessage(result=agent_pb2.CommandResult(
                     command_id=cid, ok=True, confirmed_mode=msg.command.set_mode.mode)).SerializeToString())
         finally:

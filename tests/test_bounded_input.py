@@ -8,6 +8,8 @@ import re
 import socket
 import stat
 import sys
+import threading
+import time
 import urllib.request
 from dataclasses import replace
 
@@ -221,6 +223,44 @@ def test_an_export_over_four_mebibytes_streams(tmp_path):
 
 
 # --- 4. idle and slow connections cannot exhaust the controller ---------------------------------------
+@pytest.mark.parametrize("queued_call_s, welcomed", [(1.0, False), (30.0, True)])
+def test_a_session_queued_behind_a_busy_controller_waits_up_to_the_queued_call_timeout(tmp_path, queued_call_s,
+                                                                                       welcomed):
+    # The controller's event loop takes one new call at a time from gRPC's queue; a call left there longer than
+    # --queued-call-timeout is cancelled by gRPC (CANCELLED, the pre-welcome failures of a 5,000-agent storm at
+    # gRPC's own default of 30 s). Here the loop is held busy 4 s while three agents dial.
+    lab = LabThread(str(tmp_path / "data"), [], config=replace(PATIENT, queued_call_s=queued_call_s)).start()
+    try:
+        busy = threading.Event()
+
+        def hold_the_loop() -> None:   # a busy controller: its loop runs something else for 4 s
+            busy.set()
+            time.sleep(4.0)
+
+        lab.loop.call_soon_threadsafe(hold_the_loop)
+        assert busy.wait(10)
+
+        async def dial(i: int) -> str:
+            a = RawAgent(lab.address)
+            try:
+                return (await a.open(hello(f"queued-{i}"))).WhichOneof("kind")
+            except grpc.aio.AioRpcError as e:
+                return e.code().name
+            finally:
+                await a.close()
+
+        async def three() -> list[str]:   # gRPC had asked for one call already: that one is taken, the others wait
+            return sorted(await asyncio.gather(*(dial(i) for i in range(3))))
+
+        got = asyncio.run(three())
+        if welcomed:
+            assert got == ["welcome"] * 3, got
+        else:   # (one or both of the others: a dial slower than the held loop would be taken in time)
+            assert "CANCELLED" in got and set(got) <= {"CANCELLED", "welcome"}, got
+    finally:
+        lab.close()
+
+
 def test_idle_connections_cannot_make_the_controller_unreachable(tmp_path):
     """1,100 TCP connections that never speak, against a controller with 512 descriptors: the excess is
     closed at once, the rest after the handshake timeout, and operators are served within it."""

@@ -1,11 +1,15 @@
 """Campaigns pipelined (issue 28, target 3): the next mode is on the board while the last is measured and stored,
 every mode is still stored exactly once, and a cancel or pause with modes on the board stops cleanly. What the
-board did is read from the agent's own executor (what it holds, what it answered), not from the controller."""
+board did is read from the agent's own executor (what it holds, what it answered), not from the controller. A mode the
+board answers within ``link.ACK_AFTER_S`` goes back as its result alone (one message, not an ack and a result); a
+longer one is acknowledged first (the agent's own count of acks says which)."""
 
 from __future__ import annotations
 
+import math
 import threading
 
+from jetfleet.agent import link
 from jetfleet.client import OperatorClient
 from jetfleet.controller.campaigns import manager
 
@@ -110,5 +114,27 @@ def test_pause_with_modes_on_the_board_stores_what_they_measured_once_and_resume
             done = wait_done(c, camp.campaign_id)
         assert (done.status, done.done, done.failed) == ("done", MODES, 0)
         exactly_once(lab, camp.campaign_id, MODES)
+    finally:
+        lab.close()
+
+
+def test_a_mode_answered_within_ack_after_s_goes_back_without_an_ack_and_a_longer_one_is_acknowledged(tmp_path):
+    lab = LabThread(str(tmp_path / "data"), [])
+    lab.lab.speed = math.inf   # an instant board: each mode's result is there in about a millisecond
+    lab.start()
+    try:
+        fast = lab.do(lambda: lab.lab.add_agent("agx-orin", seed=0))
+        slow = lab.do(lambda: lab.lab.add_agent("agx-orin", seed=1, speed=SLOW))   # ~0.1 s of wall time a mode
+        lab.call(lab.lab.wait_online(2))
+        with OperatorClient(lab.address) as c:
+            quick = c.create_campaign(workload="resnet18", device_id=fast.device_id, modes="random:20")
+            assert wait_done(c, quick.campaign_id).done == 20
+            exactly_once(lab, quick.campaign_id, 20)
+            # a mode waits at most for the one before it: only a stall of this machine past ACK_AFTER_S makes an ack
+            assert fast.link.acks_sent < 10, fast.link.acks_sent
+            longer = c.create_campaign(workload="resnet18", device_id=slow.device_id, modes="random:3")
+            assert wait_done(c, longer.campaign_id).done == 3
+            exactly_once(lab, longer.campaign_id, 3)
+        assert slow.link.acks_sent == 3 and link.ACK_AFTER_S < 0.1   # each ran past ACK_AFTER_S: acknowledged
     finally:
         lab.close()

@@ -77,6 +77,9 @@ def controller_group() -> None:
               help="open client connections at once (also bounded by the open-file limit)")
 @click.option("--handshake-timeout", "handshake_timeout_s", default=10.0, show_default=True,
               type=click.FloatRange(0.1, 300), help="seconds a new connection may take to start speaking gRPC")
+@click.option("--queued-call-timeout", "queued_call_s", default=300.0, show_default=True,
+              type=click.FloatRange(1, 3600), help="seconds a new call (an agent's session, an operator's request) may "
+                                                   "wait for the controller to take it before gRPC cancels it")
 @click.option("--max-hellos", "max_hellos_in_flight", default=64, show_default=True, type=click.IntRange(1, 100_000),
               help="agents' hellos handled at once; the agents beyond are told when to dial again (a fleet coming up "
                    "or re-dialling a restarted controller arrives spread out instead of all at once)")
@@ -84,7 +87,8 @@ def controller_group() -> None:
 def controller_serve(listen: str, store: str, store_prefix: str, lease_ttl_s: float, metrics_port: int | None,
                      metrics_address: str, metrics_tls_cert: str,
                      metrics_tls_key: str, metrics_auth_file: str, tls_cert: str, tls_key: str, tls_ca: str,
-                     insecure: bool, max_connections: int, handshake_timeout_s: float, max_hellos_in_flight: int) -> None:
+                     insecure: bool, max_connections: int, handshake_timeout_s: float, queued_call_s: float,
+                     max_hellos_in_flight: int) -> None:
     """Run the controller until SIGTERM or Ctrl-C (Python 3.11 or newer).
 
     On Redis, controllers sharing a --store-prefix elect one leader; the others stand by (refusing calls, naming the
@@ -104,7 +108,8 @@ def controller_serve(listen: str, store: str, store_prefix: str, lease_ttl_s: fl
                               metrics_tls_cert=metrics_tls_cert, metrics_tls_key=metrics_tls_key,
                               metrics_auth_file=metrics_auth_file, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
                               insecure=insecure, max_connections=max_connections,
-                              handshake_timeout_s=handshake_timeout_s, max_hellos_in_flight=max_hellos_in_flight)
+                              handshake_timeout_s=handshake_timeout_s, queued_call_s=queued_call_s,
+                              max_hellos_in_flight=max_hellos_in_flight)
     raise_fd_limit()
     lost = [False]
 

@@ -30,6 +30,10 @@ class ControllerConfig:
     max_connections: int = 4096              # open TCP connections at once (also bounded by the descriptor limit)
     handshake_timeout_s: float = 10.0        # a connection that has not completed its handshake is closed
     max_hellos_in_flight: int = 64           # agents' hellos handled at once; more are told when to dial again
+    # A call gRPC has queued this long without the controller's event loop taking it is cancelled (gRPC's
+    # grpc.server_max_unrequested_time_in_server, 30 s by default): the loop takes one new call at a time, so a
+    # fleet dialling a busy controller waits in that queue, and past the limit its sessions fail and re-dial.
+    queued_call_s: float = 300.0
     fleet_period_s: float = 2.0              # wall seconds between windows of the fleet queue's aggregate loop
     idle_connection_s: float = 300.0         # a connection without calls for this long is closed (agents keep a call)
     insecure: bool = False                   # allow plaintext on a non-loopback address

@@ -232,6 +232,7 @@ class Controller:
                 ("grpc.so_reuseport", 0),   # a second controller on a busy port fails instead of sharing it
                 ("grpc.max_allowed_incoming_connections", max(16, limit)),
                 ("grpc.server_handshake_timeout_ms", int(c.handshake_timeout_s * 1000)),
+                ("grpc.server_max_unrequested_time_in_server", max(1, int(c.queued_call_s))),
                 ("grpc.max_connection_idle_ms", int(c.idle_connection_s * 1000))]
 
     @property
