@@ -101,7 +101,8 @@ def job_group() -> None:
 @click.option("--template", default="", metavar="NAME",
               help="... or a job template of --device's agent configuration, which the agent launches")
 @click.option("--arg", "template_args", multiple=True, metavar="KEY=VALUE",
-              help="a value the template takes (repeatable; `jetfleet devices show` lists each template's args)")
+              help="a value the template takes (repeatable; `jetfleet devices show` lists each template's args and "
+                   "what each allows)")
 @click.option("--attach-timeout", "attach_timeout_s", default=0.0, type=click.FloatRange(0, 86400),
               help="seconds for that process to join and between its steps (default 60)")
 @click.option("--device", "device_id", default="", help="one board ...", shell_complete=complete_devices)
