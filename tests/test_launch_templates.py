@@ -123,7 +123,11 @@ def gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"   # a zombie its new parent has not reaped yet
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:   # reaped between the two looks
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"   # a zombie its new parent has not reaped yet
 
 
 def test_a_launched_template_trains_the_jobs_length_on_the_board_is_asked_to_stop_and_exits_0(board):

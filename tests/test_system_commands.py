@@ -30,8 +30,11 @@ def alive(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with open(f"/proc/{pid}/stat") as f:   # a zombie has ended
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as f:   # a zombie has ended
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:   # reaped between the two looks
+        return False
 
 
 def test_a_tool_that_hangs_is_ended_with_what_it_started(tmp_path):
