@@ -228,16 +228,22 @@ def test_a_session_queued_behind_a_busy_controller_waits_up_to_the_queued_call_t
                                                                                        welcomed):
     # The controller's event loop takes one new call at a time from gRPC's queue; a call left there longer than
     # --queued-call-timeout is cancelled by gRPC (CANCELLED, the pre-welcome failures of a 5,000-agent storm at
-    # gRPC's own default of 30 s). Here the loop is held busy 4 s while three agents dial.
+    # gRPC's own default of 30 s). Here the loop is kept busy computing while three agents dial, until their calls
+    # have been in gRPC's queue for queued_s: past the 1 s limit, well within 30 s.
+    queued_s = 2.5
     lab = LabThread(str(tmp_path / "data"), [], config=replace(PATIENT, queued_call_s=queued_call_s)).start()
     try:
-        busy = threading.Event()
+        busy, issued = threading.Event(), threading.Event()
+        issued_at: list[float] = []
 
-        def hold_the_loop() -> None:   # a busy controller: its loop runs something else for 4 s
+        def keep_the_loop_busy() -> None:   # a saturated controller: its loop runs something else meanwhile
             busy.set()
-            time.sleep(4.0)
+            if not issued.wait(30):   # the agents never dialled: the test fails on what they got
+                return
+            while time.monotonic() < issued_at[0] + queued_s:
+                sum(range(10_000))
 
-        lab.loop.call_soon_threadsafe(hold_the_loop)
+        lab.loop.call_soon_threadsafe(keep_the_loop_busy)
         assert busy.wait(10)
 
         async def dial(i: int) -> str:
@@ -249,8 +255,14 @@ def test_a_session_queued_behind_a_busy_controller_waits_up_to_the_queued_call_t
             finally:
                 await a.close()
 
+        def mark_issued() -> None:
+            issued_at.append(time.monotonic())
+            issued.set()
+
         async def three() -> list[str]:   # gRPC had asked for one call already: that one is taken, the others wait
-            return sorted(await asyncio.gather(*(dial(i) for i in range(3))))
+            calls = asyncio.gather(*(dial(i) for i in range(3)))
+            asyncio.get_running_loop().call_soon(mark_issued)   # after each dial has started its call
+            return sorted(await calls)
 
         got = asyncio.run(three())
         if welcomed:

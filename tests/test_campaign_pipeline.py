@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import threading
 
-from jetfleet.agent import link
 from jetfleet.client import OperatorClient
 from jetfleet.controller.campaigns import manager
 
@@ -135,6 +134,6 @@ def test_a_mode_answered_within_ack_after_s_goes_back_without_an_ack_and_a_longe
             longer = c.create_campaign(workload="resnet18", device_id=slow.device_id, modes="random:3")
             assert wait_done(c, longer.campaign_id).done == 3
             exactly_once(lab, longer.campaign_id, 3)
-        assert slow.link.acks_sent == 3 and link.ACK_AFTER_S < 0.1   # each ran past ACK_AFTER_S: acknowledged
+        assert slow.link.acks_sent == 3   # each ran past link.ACK_AFTER_S: acknowledged before its result
     finally:
         lab.close()

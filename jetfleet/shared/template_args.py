@@ -111,7 +111,7 @@ def _rule(spec: object, field: str) -> ArgRule:
         if not isinstance(choices, list) or not 1 <= len(choices) <= MAX_CHOICES or len(set(choices)) != len(choices):
             raise InvalidArgument(f"{field}: choices is a list of 1..{MAX_CHOICES} different values", field=field)
         for c in choices:
-            if not isinstance(c, str) or "|" in c or not _VALUE.match(c) or (c.startswith("-") and not _NUMBER.match(c)):
+            if not isinstance(c, str) or not _allowed_value(c) or "|" in c:
                 raise InvalidArgument(f"{field}: choice {str(c)[:40]!r} is not an allowed --arg value (letters, "
                                       "digits and ._-+,:=/@)", field=field)
         return ArgRule("choice", choices=tuple(choices))
@@ -156,10 +156,14 @@ def _in_bounds(value: str, kind: str, lo: float | None, hi: float | None) -> boo
     return (lo is None or v >= lo) and (hi is None or v <= hi)
 
 
+def _allowed_value(value: str) -> bool:
+    return bool(_VALUE.match(value)) and (not value.startswith("-") or bool(_NUMBER.match(value)))
+
+
 def check_value(arg: str, value: object) -> str:
     """An --arg value: 1..128 characters of letters, digits and ``._-+,:=/@``, not starting with ``-`` unless it is
     a number (no option injection); InvalidArgument naming the arg otherwise."""
-    if not isinstance(value, str) or not _VALUE.match(value) or (value.startswith("-") and not _NUMBER.match(value)):
+    if not isinstance(value, str) or not _allowed_value(value):
         raise InvalidArgument(f"--arg {arg[:32]}={str(value)[:40]!r}: allowed 1..128 characters of letters, digits "
                               "and ._-+,:=/@ (not starting with '-' unless a number)", field=f"template_args.{arg[:32]}")
     return value
