@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import threading
 
+import pytest
+
 from jetfleet.client import OperatorClient
 from jetfleet.controller.campaigns import manager
 
@@ -16,7 +18,7 @@ from .harness import LabThread, wait_until
 from .test_campaigns import SLOW, exactly_once, wait_done
 
 MODES = 8
-ON_BOARD = 2   # manager.PIPELINE_DEPTH: the mode running and the next one
+ON_BOARD = 2   # manager.PIPELINE_DEPTH (modes taking ~0.1 s): the mode running and the next one
 
 
 def _lab(store_spec: str) -> LabThread:
@@ -39,14 +41,14 @@ def test_the_next_mode_waits_on_the_board_while_the_last_is_stored_and_each_is_s
     lab = _lab(store_spec)
     store = lab.lab.controller.store
     gate, storing = threading.Event(), threading.Event()
-    record = store.record_result
+    record = store.record_results   # the campaign stores the results that arrive together in one write
 
     def gated(*args, **kwargs):   # type: ignore[no-untyped-def]
         storing.set()
         gate.wait(30)   # the real store's write, held back until the test has looked at the board
         return record(*args, **kwargs)
 
-    store.record_result = gated
+    store.record_results = gated
     try:
         with OperatorClient(lab.address) as c:
             camp = c.create_campaign(workload="resnet18", device_id="agx-orin-0", modes=f"random:{MODES}")
@@ -135,5 +137,76 @@ def test_a_mode_answered_within_ack_after_s_goes_back_without_an_ack_and_a_longe
             assert wait_done(c, longer.campaign_id).done == 3
             exactly_once(lab, longer.campaign_id, 3)
         assert slow.link.acks_sent == 3   # each ran past link.ACK_AFTER_S: acknowledged before its result
+    finally:
+        lab.close()
+
+
+def _instant_campaign(tmp_path, modes: int):   # type: ignore[no-untyped-def]
+    """A campaign of ``modes`` modes on an instant board: (the lab, its agent, the campaign as it ended)."""
+    lab = LabThread(str(tmp_path / "data"), [])
+    lab.lab.speed = math.inf   # each mode's result is there in about a millisecond
+    lab.start()
+    agent = lab.do(lambda: lab.lab.add_agent("agx-orin", seed=0))
+    lab.call(lab.lab.wait_online(1))
+    with OperatorClient(lab.address) as c:
+        camp = c.create_campaign(workload="resnet18", device_id=agent.device_id, modes=f"random:{modes}")
+        done = wait_done(c, camp.campaign_id)
+    return lab, agent, done
+
+
+def test_quick_modes_go_down_together_run_back_to_back_and_are_stored_together_each_once(tmp_path):
+    lab, agent, done = _instant_campaign(tmp_path, 120)
+    try:
+        assert (done.status, done.done, done.failed) == ("done", 120, 0)
+        exactly_once(lab, done.campaign_id, 120)
+        link, ex = agent.link, agent.link.executor
+        assert ex.profiles_run == 120   # the board's own count: each mode measured once
+        # Commands queued together went as one message, the board ran the queued modes in a few worker-thread hops
+        # (not one a mode), and results that were ready together went back, and were stored, together.
+        assert link.command_batches > 0
+        assert ex.profile_hops < 120 / 4, ex.profile_hops
+        assert link.result_batches > 0
+        writes = lab.lab.controller.campaigns.store_writes
+        assert writes < 120 / 2, writes
+        run = lab.lab.controller.campaigns.runs[done.campaign_id]
+        assert manager.CampaignManager._depth(run, agent.device_id) > manager.PIPELINE_DEPTH   # its modes are quick
+    finally:
+        lab.close()
+
+
+@pytest.mark.parametrize("old", ["agent", "controller"])
+def test_an_older_agent_or_controller_gets_one_command_and_one_result_a_message(tmp_path, monkeypatch, old):
+    from jetfleet.agent.link import AgentLink
+    from jetfleet.controller.sessions import AgentSessions
+
+    if old == "agent":   # its hello does not say it reads CommandBatch
+        hello = AgentLink._hello
+
+        async def old_hello(self):   # type: ignore[no-untyped-def]
+            msg = await hello(self)
+            msg.hello.ClearField("batches")
+            return msg
+
+        monkeypatch.setattr(AgentLink, "_hello", old_hello)
+    else:                # its welcome does not say it reads ResultBatch
+        welcome = AgentSessions.welcome
+
+        def old_welcome(self, session):   # type: ignore[no-untyped-def]
+            msg = welcome(self, session)
+            msg.welcome.ClearField("batches")
+            return msg
+
+        monkeypatch.setattr(AgentSessions, "welcome", old_welcome)
+    lab, agent, done = _instant_campaign(tmp_path, 60)
+    try:
+        assert (done.status, done.done, done.failed) == ("done", 60, 0)
+        exactly_once(lab, done.campaign_id, 60)
+        assert agent.link.executor.profiles_run == 60
+        if old == "agent":
+            assert agent.link.command_batches == 0
+            assert agent.link.result_batches > 0
+        else:
+            assert agent.link.command_batches > 0
+            assert agent.link.result_batches == 0
     finally:
         lab.close()

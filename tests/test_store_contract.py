@@ -447,3 +447,32 @@ def test_a_result_with_its_command_is_one_write_and_raw_samples_read_back(store_
     got = s.get_command("c1-0-dev-9")
     assert (got.status, got.finished_s, got.created_s, got.error) == ("failed", 9.5, 99.0, {})
     s.close()
+
+
+def test_results_recorded_together_each_once_with_its_mode_and_command(store_spec):
+    """A group commit (``record_results``): each result stored once with its mode done and its command's log entry;
+    one stored already (by an earlier write, or twice in the group) is a duplicate, and only its entry is written."""
+    s = open_store(store_spec)
+    modes = ["2/268.8/114.75/204", "12/2201.6/1300.5/3199", "4/1113.6/420.75/2133"]
+    s.create_campaign(CampaignRecord("c1", "resnet18", "", "agx-orin", "presets", 40, 1.0), modes)
+    assert s.record_result(_profile(mode=modes[1])) is True
+
+    def cmd(i: int) -> CommandRecord:
+        return CommandRecord(f"c1-{i}-dev-1", "dev-1", "run_profile", {}, 1.0, "done", {"ok": True}, "", 2.0)
+
+    got = s.record_results([(_profile(mode=modes[0]), cmd(0)), (_profile(mode=modes[1]), cmd(1)),
+                            (_profile(mode=modes[2]), cmd(2)), (_profile(mode=modes[2]), cmd(3))])
+    assert got == [True, False, True, False]
+    assert {m.mode: (m.status, m.device_id) for m in s.campaign_modes("c1")} == {m: ("done", "dev-1") for m in modes}
+    assert sorted(p.mode for p in s.query_profiles(source="c1")) == sorted(modes)   # one row a mode
+    assert all(s.get_command(f"c1-{i}-dev-1").status == "done" for i in range(4))
+    assert s.record_results([]) == []
+    bad = _profile(mode=modes[0], source="c2")
+    bad.power_w = math.nan
+    s.create_campaign(CampaignRecord("c2", "resnet18", "", "agx-orin", "presets", 40, 1.0), modes)
+    with pytest.raises(InvalidArgument) as e:   # one impossible record: nothing of the group is written
+        s.record_results([(_profile(mode=modes[1], source="c2"), cmd(5)), (bad, cmd(6))])
+    assert e.value.field == "power_w"
+    assert s.query_profiles(source="c2") == [] and s.get_command("c1-5-dev-1") is None
+    assert {m.status for m in s.campaign_modes("c2")} == {"pending"}
+    s.close()

@@ -7,17 +7,25 @@ One thing at a time on the board, with one exception: a training job's own mode 
 (``SetMode.during_command_id`` naming the training that runs) is applied between two of its
 minibatches instead of waiting for the run to end. While a training runs it reports its progress
 (minibatches, board time, energy) through ``on_progress``, every ``progress_interval_s`` of board
-time and once at its end."""
+time and once at its end.
+
+Profiles queued together (a campaign fills a board's pipeline with several modes) run back to back in one
+worker thread while they hold the board, and results that were quick go back together (``HOLD_S``): a quick
+mode costs the agent's event loop a few small steps, not a thread hop and a message of its own. A command of
+another kind waiting for the board goes before the next queued profile, as it would with one mode at a time."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
+import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from jetfleet.agent import roofline
 from jetfleet.agent.attach import check_attach, run_attached
@@ -46,6 +54,11 @@ from jetfleet.shared.proto import agent_pb2
 from jetfleet.shared.workloads import WorkloadRegistry, check_run_args
 
 MAX_PROGRESS_INTERVAL_S = 3600.0
+# Results of queued profiles that took less than this are held (at most this long, and MAX_HELD of them) to go
+# back to the event loop, and to the controller, together; a slower one is handed over as soon as it ends, and the
+# event loop collects what is held every HOLD_S, whatever the profile running then does.
+HOLD_S = 0.02
+MAX_HELD = 8
 
 log = logging.getLogger(__name__)
 __all__ = ["Cancelled", "CommandExecutor"]
@@ -80,6 +93,17 @@ class CommandExecutor:
         self.columns = False   # profile results carry their power samples as columns (the controller reads them)
         self._device_lock = asyncio.Lock()  # one board, one thing at a time (cancel and a job's own steps excepted)
         self._step_lock = asyncio.Lock()    # a step and the end of the training it belongs to never interleave
+        # Profiles waiting for the board (id, request, cancel, future, columns), run back to back by one worker
+        # thread (``_profile_batch``); appended on the event loop, taken in the thread (a deque: both are safe).
+        self._profile_q: deque[tuple[str, ProfileRequest, threading.Event, asyncio.Future[Any], bool]] = deque()
+        self._profiles_task: asyncio.Task[None] | None = None
+        self._others_waiting = 0   # commands of other kinds waiting for the board: queued profiles let them go first
+        self.profile_hops = 0      # worker-thread hops that ran queued profiles (tests and logs)
+        self.profiles_run = 0      # profiles started on the board (tests: the board's own count)
+        # What the worker thread finished and the event loop has not collected yet (guarded by the lock).
+        self._finished: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        self._finished_lock = threading.Lock()
+        self.settled: deque[int] = deque(maxlen=64)   # results per collection, the recent ones (tests and logs)
 
     @property
     def busy(self) -> str:
@@ -192,11 +216,11 @@ class CommandExecutor:
                 raise FailedPrecondition(f"the board is held by {holder}: one training at a time", field="board")
             if kind == "run_profile":   # cancellable while it waits for the board (a campaign sends the next mode early)
                 self._cancel.setdefault(cmd.command_id, threading.Event())
-            async with self._device_lock:
+                out.profile.CopyFrom(await self._profile(cmd))
+                return out
+            async with self._board():
                 if kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
-                elif kind == "run_profile":
-                    out.profile.CopyFrom(await self._profile(cmd))
                 elif kind == "run_roofline":
                     out.roofline.CopyFrom(await self._roofline(cmd))
                 elif kind == "run_inference":
@@ -229,8 +253,22 @@ class CommandExecutor:
             async with self._step_lock:
                 if r.during_command_id in self._training:   # the job's own step, between two minibatches
                     return await self._apply(mode, r.preset)
-        async with self._device_lock:
+        async with self._board():
             return await self._apply(mode, r.preset)
+
+    @contextlib.asynccontextmanager
+    async def _board(self) -> AsyncIterator[None]:
+        """Hold the board for a command other than a queued profile; while it waits, queued profiles let it go
+        first (the worker thread running them stops after the current one)."""
+        self._others_waiting += 1
+        try:
+            await self._device_lock.acquire()
+        finally:
+            self._others_waiting -= 1
+        try:
+            yield
+        finally:
+            self._device_lock.release()
 
     async def _apply(self, mode: PowerMode, preset: str = "") -> PowerMode:
         confirmed = await to_thread(self.device.apply_mode, mode, preset)
@@ -245,26 +283,89 @@ class CommandExecutor:
                               r.warmup_s if r.HasField("warmup_s") else None, r.sample_interval_s or defaults.SAMPLE_INTERVAL_S)
 
     async def _profile(self, cmd: agent_pb2.Command) -> agent_pb2.ProfileResult:
+        """Queue the profile for the board and wait for its result (``_run_profiles`` runs the queue)."""
         req = self._profile_request(cmd)
         ev = self._cancel.setdefault(cmd.command_id, threading.Event())
-        if ev.is_set():   # cancelled while it waited for the board: it never starts
-            raise Cancelled(f"profile {cmd.command_id} cancelled before it started", field="command_id")
-        observer = self._observer(req.workload)
-
-        columns = self.columns
-
-        def run() -> tuple[PowerMode, agent_pb2.ProfileResult]:
-            # in the worker thread, the wire message too: a long window holds tens of thousands of samples
-            p = profile(self.device, req, observer, ev, self.workloads)
-            return p.mode, profile_result_pb(p, columns=columns)
-
+        fut: asyncio.Future[tuple[PowerMode, agent_pb2.ProfileResult]] = asyncio.get_running_loop().create_future()
+        self._profile_q.append((cmd.command_id, req, ev, fut, self.columns))
+        if self._profiles_task is None:
+            self._profiles_task = asyncio.create_task(self._run_profiles())
         try:
-            mode, result = await to_thread(run)
+            mode, result = await fut
         finally:
             self._cancel.pop(cmd.command_id, None)
         if self.metrics:
             self.metrics.set_mode(mode)
         return result
+
+    async def _run_profiles(self) -> None:
+        """Hold the board and run the queued profiles in a worker thread until none is left; a command of another
+        kind that waits for the board gets it between two of them (the lock is first-come, first-served). While
+        the thread runs, what it finished is collected every HOLD_S: a result waits at most that long, whatever
+        the profile after it does (runs for minutes, hangs, or takes the agent down)."""
+        loop = asyncio.get_running_loop()
+        timer: asyncio.TimerHandle | None = None
+
+        def tick() -> None:
+            nonlocal timer
+            self._collect()
+            timer = loop.call_later(HOLD_S, tick)
+
+        try:
+            while self._profile_q:
+                async with self._device_lock:
+                    self.profile_hops += 1
+                    timer = loop.call_later(HOLD_S, tick)
+                    try:
+                        await to_thread(self._profile_batch, loop)
+                    finally:
+                        timer.cancel()
+                        self._collect()
+        finally:
+            self._profiles_task = None
+
+    def _profile_batch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """In a worker thread: run queued profiles one after the other until the queue is empty or another command
+        waits for the board. Each outcome goes to ``_finished``; the event loop collects them (``_collect``) at
+        once after a profile that took HOLD_S or more, after MAX_HELD of them, and every HOLD_S."""
+        held = 0
+        while not self._others_waiting:
+            try:
+                cid, req, ev, fut, columns = self._profile_q.popleft()
+            except IndexError:
+                break
+            start = time.perf_counter()
+            value: Any = None
+            error: BaseException | None = None
+            try:
+                if ev.is_set():   # cancelled while it waited for the board: it never starts
+                    raise Cancelled(f"profile {cid} cancelled before it started", field="command_id")
+                self.profiles_run += 1
+                # the wire message too, here: a long window holds tens of thousands of samples
+                p = profile(self.device, req, self._observer(req.workload), ev, self.workloads)
+                value = (p.mode, profile_result_pb(p, columns=columns))
+            except Exception as e:   # answered as the command's failed result
+                error = e
+            with self._finished_lock:
+                self._finished.append((fut, value, error))
+            held += 1
+            if time.perf_counter() - start >= HOLD_S or held >= MAX_HELD:
+                loop.call_soon_threadsafe(self._collect)
+                held = 0
+
+    def _collect(self) -> None:
+        """On the event loop: settle the profiles the worker thread finished (in the order they ended)."""
+        with self._finished_lock:
+            outcomes, self._finished = self._finished, []
+        if outcomes:
+            self.settled.append(len(outcomes))
+        for fut, value, error in outcomes:
+            if fut.done():
+                continue
+            if error is not None:
+                fut.set_exception(error)
+            else:
+                fut.set_result(value)
 
     async def _roofline(self, cmd: agent_pb2.Command) -> agent_pb2.RooflineResult:
         r = cmd.run_roofline

@@ -42,6 +42,10 @@ MAX_KEPT_WAITS = 100       # the last admission waits kept (told, taken) for tes
 # A command still running this long after it arrived is acknowledged; one answered sooner goes without an ack (its
 # result says it was accepted): a campaign's mode on a fast board is one message back, not two.
 ACK_AFTER_S = 0.05
+# Results ready together go in one ResultBatch (to a controller that reads them) of at most this many and bytes.
+MAX_BATCH_RESULTS = 64
+MAX_BATCH_BYTES = 2 * PART_BYTES
+_NOTHING = object()
 
 
 def default_device_id(model: str, serial: str) -> str:
@@ -119,6 +123,8 @@ class AgentLink:
         self.connected = asyncio.Event()
         self.sessions = 0            # sessions that got a welcome (for tests and logs)
         self.acks_sent = 0           # accepted commands acknowledged before their result (for tests and logs)
+        self.command_batches = 0     # CommandBatch messages received (for tests and logs)
+        self.result_batches = 0      # ResultBatch messages sent (for tests and logs)
         self.attempts = 0            # times it dialled the controller
         self.admission_waits: list[tuple[float, float]] = []   # (wait the controller told, wait taken), newest last
         self.notices: list[common_pb2.Error] = []
@@ -128,6 +134,7 @@ class AgentLink:
         # What the controller's welcome says it reads: samples as columns, heartbeats folded into batches.
         self._columns = False
         self._fold = False
+        self._batches = False    # and several results in one message
         self._last_beat = -1e9   # event-loop time the last heartbeat (alone or in a batch) was queued
         self._creds = channel_credentials(config.tls_ca, config.tls_cert, config.tls_key)
         # a lab's controllers (its leader and standbys): dialled in turn, and the one that leads is kept
@@ -274,17 +281,22 @@ class AgentLink:
         return agent_pb2.AgentMessage(hello=agent_pb2.Hello(board=board, current_mode=mode_to_pb(mode),  # type: ignore[arg-type]
                                                             agent_version=self.info.software.get("jetfleet", ""),
                                                             protocol=defaults.PROTOCOL_VERSION, metrics_port=self.metrics_port,
-                                                            instance_id=self.executor.instance_id))
+                                                            instance_id=self.executor.instance_id, batches=True))
 
     async def _session(self, stop: asyncio.Event) -> None:
         outq: asyncio.Queue[agent_pb2.AgentMessage | None] = asyncio.Queue()
         outq.put_nowait(await self._hello())
 
         async def outgoing() -> AsyncIterator[agent_pb2.AgentMessage]:
+            carry: object = _NOTHING
             while True:
-                msg = await outq.get()
+                msg = await outq.get() if carry is _NOTHING else carry
+                carry = _NOTHING
                 if msg is None:
                     return
+                assert isinstance(msg, agent_pb2.AgentMessage)
+                if self._batches and not outq.empty() and msg.WhichOneof("kind") == "result" and not msg.result.parts:
+                    msg, carry = self._result_batch(msg, outq)
                 yield msg
 
         opts = [("grpc.keepalive_time_ms", 20_000), ("grpc.max_receive_message_length", 4 * 1024 * 1024)]
@@ -317,14 +329,17 @@ class AgentLink:
                     if msg is _EOF:
                         return
                     kind = msg.WhichOneof("kind")
-                    if kind == "command":
+                    if kind == "command" or kind == "commands":
+                        if kind == "commands":
+                            self.command_batches += 1
                         tasks = [t for t in tasks if not t.done()]
-                        if len(tasks) >= 3 + MAX_COMMANDS_IN_FLIGHT:  # 3: the send, heartbeat and stop loops
-                            outq.put_nowait(agent_pb2.AgentMessage(result=agent_pb2.CommandResult(
-                                command_id=msg.command.command_id[:160], ok=False, error=error_pb(ResourceExhausted(
-                                    f"{MAX_COMMANDS_IN_FLIGHT} commands are waiting already", field="command")))))
-                            continue
-                        tasks.append(asyncio.create_task(self._command(msg.command, outq)))
+                        for cmd in ([msg.command] if kind == "command" else msg.commands.commands):
+                            if len(tasks) >= 3 + MAX_COMMANDS_IN_FLIGHT:  # 3: the send, heartbeat and stop loops
+                                outq.put_nowait(agent_pb2.AgentMessage(result=agent_pb2.CommandResult(
+                                    command_id=cmd.command_id[:160], ok=False, error=error_pb(ResourceExhausted(
+                                        f"{MAX_COMMANDS_IN_FLIGHT} commands are waiting already", field="command")))))
+                                continue
+                            tasks.append(asyncio.create_task(self._command(cmd, outq)))
                     elif kind == "notice":
                         log.warning("%s: controller refused a message: %s", self.device_id, msg.notice.error.message)
                         self.notices.append(msg.notice.error)
@@ -333,6 +348,29 @@ class AgentLink:
                 for t in tasks:
                     t.cancel()
                 outq.put_nowait(None)
+
+    def _result_batch(self, first: agent_pb2.AgentMessage, outq: asyncio.Queue[agent_pb2.AgentMessage | None]
+                      ) -> tuple[agent_pb2.AgentMessage, object]:
+        """``first`` (a whole result) and the whole results queued right behind it as one message (up to
+        MAX_BATCH_RESULTS, MAX_BATCH_BYTES), and the next queued message taken that is not one of them."""
+        results = [first.result]
+        size = first.result.ByteSize()
+        carry: object = _NOTHING
+        while not outq.empty() and len(results) < MAX_BATCH_RESULTS:
+            nxt = outq.get_nowait()
+            if nxt is None or nxt.WhichOneof("kind") != "result" or nxt.result.parts:
+                carry = nxt
+                break
+            n = nxt.result.ByteSize()
+            if size + n > MAX_BATCH_BYTES:
+                carry = nxt
+                break
+            results.append(nxt.result)
+            size += n
+        if len(results) == 1:
+            return first, carry
+        self.result_batches += 1
+        return agent_pb2.AgentMessage(results=agent_pb2.ResultBatch(results=results)), carry
 
     def _welcome(self, w: agent_pb2.Welcome) -> None:
         """Take the controller's intervals and batch size where they are within WELCOME_BOUNDS; keep our own otherwise."""
@@ -348,7 +386,7 @@ class AgentLink:
         self._heartbeat_s = float(current["heartbeat_interval_s"])
         self._batch_s = float(current["telemetry_interval_s"])
         self._max_batch = int(current["max_batch_samples"])
-        self._columns, self._fold = w.columns, w.folded_heartbeats
+        self._columns, self._fold, self._batches = w.columns, w.folded_heartbeats, w.batches
         self._last_beat = -1e9   # a new session: its first heartbeat goes at once
         self.executor.columns = w.columns
 

@@ -24,6 +24,8 @@ from jetfleet.shared.workloads import WORKLOADS
 log = logging.getLogger(__name__)
 MAX_OUTBOX = 1000        # messages queued to one agent; an agent that stops reading gets no more commands
 MAX_QUEUED_NOTICES = 50  # refusals queued to one agent; more are dropped (and counted) until it reads them
+MAX_BATCH_COMMANDS = 64  # commands queued together that go to an agent as one CommandBatch
+_NOTHING = object()
 
 
 @dataclass(eq=False)
@@ -38,6 +40,9 @@ class Session:
     closed: bool = False
     dropped_notices: int = 0
     catalog: Catalog | None = None   # the board's catalog as of this session's hello (a new hello, a new session)
+    batches: bool = False   # its agent reads CommandBatch (its hello said so): commands queued together go as one
+    command_batches: int = 0   # CommandBatch messages sent (tests and logs)
+    _carry: object = _NOTHING  # a message taken from the outbox behind a batch, sent next
 
     def send(self, msg: agent_pb2.ControllerMessage) -> None:
         """Queue a message to the agent (dropped once the session is closed).
@@ -57,6 +62,27 @@ class Session:
             return False
         self.outbox.put_nowait(msg)
         return True
+
+    async def next_message(self) -> agent_pb2.ControllerMessage | None:
+        """The next message to send (None: the stream ends). Commands queued together go as one CommandBatch to
+        an agent that reads them, in the order they were queued."""
+        carried = self._carry
+        self._carry = _NOTHING
+        msg = await self.outbox.get() if carried is _NOTHING else carried
+        assert msg is None or isinstance(msg, agent_pb2.ControllerMessage)
+        if msg is None or not self.batches or self.outbox.empty() or msg.WhichOneof("kind") != "command":
+            return msg
+        commands = [msg.command]
+        while not self.outbox.empty() and len(commands) < MAX_BATCH_COMMANDS:
+            nxt = self.outbox.get_nowait()
+            if nxt is None or nxt.WhichOneof("kind") != "command":
+                self._carry = nxt   # sent next, after the batch
+                break
+            commands.append(nxt.command)
+        if len(commands) == 1:
+            return msg
+        self.command_batches += 1
+        return agent_pb2.ControllerMessage(commands=agent_pb2.CommandBatch(commands=commands))
 
     def close(self) -> None:
         """End the session's response stream."""
@@ -136,7 +162,7 @@ class Registry:
         if live.session is not None:  # the same board reconnecting: the old stream is dead
             live.session.close()
         live.session = Session(uuid.uuid4().hex, device_id, board.serial, asyncio.Queue(), self.clock(),
-                               catalog=catalog)
+                               catalog=catalog, batches=hello.batches)
         live.instance_id, live.workloads, live.broken_workloads = instance, workloads, broken
         live.templates = {t.name: tuple(t.args) for t in board.templates}   # each checked by check_board
         live.template_rules = {t.name: tuple(t.arg_rules) for t in board.templates if any(t.arg_rules)}

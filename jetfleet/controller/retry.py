@@ -48,10 +48,14 @@ class StoreRetry:
 
     async def run(self, fn: Callable[..., T], *args: Any, what: str = "store write") -> T:
         """``fn(*args)`` in a worker thread, again after a backoff delay for as long as the store is unavailable."""
+        return await self.run_async(asyncio.to_thread, fn, *args, what=what)
+
+    async def run_async(self, fn: Callable[..., Awaitable[T]], *args: Any, what: str = "store write") -> T:
+        """``await fn(*args)``, again after a backoff delay for as long as it raises StoreUnavailable."""
         backoff = StoreBackoff(base_s=self.base_s, max_s=self.max_s, rng=self.rng)
         while True:
             try:
-                result = await asyncio.to_thread(fn, *args)
+                result = await fn(*args)
             except StoreUnavailable as e:
                 if backoff.failures == 0:
                     log.warning("%s: %s; keeping it and retrying with backoff", what, e.message)

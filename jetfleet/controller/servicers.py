@@ -78,7 +78,7 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
                 held = False
                 self.sessions.admitted(welcomed=True)
                 while True:
-                    msg = await session.outbox.get()
+                    msg = await session.next_message()
                     if msg is None:
                         break
                     yield msg

@@ -75,17 +75,18 @@ class AgentSessions:
         return agent_pb2.ControllerMessage(welcome=agent_pb2.Welcome(
             session_id=session.session_id, heartbeat_interval_s=c.heartbeat_interval_s,
             telemetry_interval_s=c.telemetry_interval_s, max_batch_samples=c.max_batch_samples, columns=True,
-            folded_heartbeats=True))
+            folded_heartbeats=True, batches=True))
 
     async def handle(self, session: Session, msg: agent_pb2.AgentMessage) -> None:
         """Handle one agent message; a bad one gets a Notice naming what was wrong, and the session goes on."""
         if self.handle_now(session, msg):
             return
-        try:
-            self.registry.touch(session)
-            await self.router.on_result(session, msg.result)
-        except JetfleetError as e:
-            self._refused(session, "result", e)
+        self.registry.touch(session)
+        for result in ([msg.result] if msg.WhichOneof("kind") == "result" else msg.results.results):
+            try:
+                await self.router.on_result(session, result)
+            except JetfleetError as e:
+                self._refused(session, "result", e)
 
     def handle_now(self, session: Session, msg: agent_pb2.AgentMessage) -> bool:
         """Handle a message that needs no waiting (every kind but a command's result) without a coroutine per
@@ -93,7 +94,7 @@ class AgentSessions:
         kind = msg.WhichOneof("kind")
         if kind != "telemetry":
             self.telemetry.flush()   # the board's telemetry before anything it sent after it
-        if kind == "result":
+        if kind == "result" or kind == "results":
             return False
         try:
             if kind == "telemetry":

@@ -6,8 +6,11 @@ Exactly once: a result is stored with its mode marked done in one store transact
 on a board is deterministic, so a command resent after a reconnect is answered by the agent from
 the run it already did (or is doing) instead of measuring again.
 
-Pipelined: a campaign keeps up to PIPELINE_DEPTH modes on a board (the agent runs them one at a time, in
-order), so the board starts the next mode while the controller stores the last one. It holds the board's
+Pipelined: a campaign keeps PIPELINE_DEPTH modes on a board (the agent runs them one at a time, in order), so
+the board starts the next mode while the controller stores the last one; on a board whose modes take
+milliseconds (an instant twin) as many more as cover PIPELINE_COVER_S of its time, up to MAX_PIPELINE_DEPTH: the
+commands go down together, the board runs them back to back, and the results that arrive together are checked
+and stored together, in one transaction (a group commit), each still keyed by (campaign, mode). It holds the board's
 lease while any of its modes is there, and sends no further mode to a board someone queues for, so a waiting
 job gets the board as soon as the modes on it end. Cancelling a campaign cancels every mode on its boards,
 the waiting ones too (they never start).
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -43,7 +47,7 @@ from jetfleet.controller.leases import BoardLeases, Holder
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.registry import LiveDevice, Registry
 from jetfleet.controller.retry import StoreBackoff, StoreRetry
-from jetfleet.controller.store import CampaignRecord, ModeState
+from jetfleet.controller.store import CampaignRecord, CommandRecord, ModeState, ProfileRecord
 from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_id
 from jetfleet.shared.catalog import Catalog, builtin_catalogs, catalog_from_dict
@@ -67,6 +71,8 @@ MAX_TRANSIENT_ATTEMPTS = 5  # the board vanished or timed out this often: the mo
 DEFAULT_PROFILE_TIMEOUT_S = 3600.0
 TICK_S = 0.5                # the driver looks for idle boards at least this often
 PIPELINE_DEPTH = 2          # modes a campaign keeps on one board: the next waits there while the last is stored
+MAX_PIPELINE_DEPTH = 32     # ... and at most, on a board whose modes take milliseconds
+PIPELINE_COVER_S = 0.05     # the modes kept on a board cover this much of its time (within those bounds)
 
 
 class CampaignManager:
@@ -86,6 +92,10 @@ class CampaignManager:
         self._store_backoff = StoreBackoff()
         self._store_down = False
         self._ended: dict[str, int] = {}   # running campaigns: modes ended when the progress gauge was last set
+        # Results waiting to be checked and stored: those that arrive together go in one transaction.
+        self._to_store: list[tuple[tuple[Any, ...], asyncio.Future[bool]]] = []
+        self._storing: asyncio.Task[None] | None = None
+        self.store_writes = 0   # store transactions that recorded campaign results (tests and logs)
 
     async def start(self) -> None:
         """Load every stored campaign, with each mode done only if its result is stored, and drive the running ones."""
@@ -114,6 +124,7 @@ class CampaignManager:
     async def stop(self) -> None:
         """Stop driving campaigns and their dispatches; their state stays in the store for the next start."""
         tasks = [t for run in self.runs.values() for t in ([run.task] if run.task else []) + list(run.tasks)]
+        tasks += [self._storing] if self._storing is not None else []
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -248,7 +259,8 @@ class CampaignManager:
                     continue   # held by other work
                 # Fill the board's pipeline now (one mode per wake-up kept a second mode there only after the
                 # last one was stored); the agent runs them in the order they are sent.
-                while len(run.on_board.get(device, ())) < PIPELINE_DEPTH:
+                depth = self._depth(run, device)
+                while len(run.on_board.get(device, ())) < depth:
                     mode = run.take(lambda m, live=live: self._holds(run, live, m))  # type: ignore[misc]
                     if mode is None:
                         break
@@ -265,6 +277,16 @@ class CampaignManager:
                 await asyncio.wait_for(run.wake.wait(), TICK_S)
             except asyncio.TimeoutError:
                 pass
+
+    @staticmethod
+    def _depth(run: Run, device: str) -> int:
+        """How many of the campaign's modes to keep on ``device``: PIPELINE_DEPTH, or as many as cover
+        PIPELINE_COVER_S of its time where its modes are quicker (at most MAX_PIPELINE_DEPTH). A real board's mode
+        takes minutes: two, so a job queued for the board waits for at most the mode running and the next."""
+        per = run.mode_s.get(device)
+        if not per:
+            return PIPELINE_DEPTH
+        return max(PIPELINE_DEPTH, min(MAX_PIPELINE_DEPTH, math.ceil(PIPELINE_COVER_S / per)))
 
     async def _finish(self, run: Run) -> None:
         finished = self.wall()
@@ -320,13 +342,15 @@ class CampaignManager:
             run.wake.set()
             # One thread hop, off the event loop: check (a long window holds tens of thousands of samples),
             # summarise, and store with the mode's state and the command's log entry in one durable write.
-            stored = await self.retry.run(self._store_result, run, device, live.catalog, mode, cmd, created_s, result,
-                                          what=f"result of {mode} on {device}")
+            stored = await self.retry.run_async(self._store_together, run, device, live.catalog, mode, cmd, created_s,
+                                                result, what=f"result of {mode} on {device}")
             run.set_status(mode, "done")
             state.device_id, state.error = device, ""
             # the board's time on this mode: from its dispatch, or from the answer before it when it waited there
             now = time.monotonic()
-            run.durations.append(now - max(started, run.answered.get(device, started)))
+            took = now - max(started, run.answered.get(device, started))
+            run.durations.append(took)
+            run.mode_s[device] = 0.8 * run.mode_s.get(device, took) + 0.2 * took
             run.answered[device] = now
             self._store_backoff.reset()
             self.metrics.campaign_modes.labels(run.rec.workload, "measured" if stored else "duplicate").inc()
@@ -372,15 +396,57 @@ class CampaignManager:
             run.queue.appendleft(mode)
             run.wake.set()
 
-    def _store_result(self, run: Run, device: str, catalog: Catalog, mode: str, cmd: agent_pb2.Command,
-                      created_s: float, result: agent_pb2.CommandResult) -> bool:
-        """Check a board's result and store it with its mode done and the command's log entry in one durable write
-        (blocking: run off the event loop). BadResult for a result that cannot be true."""
-        check_profile_result(result.profile, catalog, mode, run.rec.workload, run.rec.minibatches)
-        record = profile_record(run.rec.campaign_id, run.rec.workload, device, catalog.model, mode, result.profile,
-                                created_s=self.wall())
-        return self.store.record_result(record, command_record(device, cmd, created_s, result=result,
-                                                               finished_s=self.wall()))
+    async def _store_together(self, *entry: Any) -> bool:
+        """Check and store one result (``_store_result``'s arguments) with the others that wait now, in one worker
+        thread hop and one store transaction; StoreUnavailable if that write failed (the caller retries)."""
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._to_store.append((entry, fut))
+        if self._storing is None:
+            self._storing = asyncio.create_task(self._store_waiting())
+        return await fut
+
+    async def _store_waiting(self) -> None:
+        batch: list[tuple[tuple[Any, ...], asyncio.Future[bool]]] = []
+        try:
+            while self._to_store:
+                batch, self._to_store = self._to_store, []
+                try:
+                    outcomes = await asyncio.to_thread(self._store_results, [entry for entry, _ in batch])
+                except Exception as e:   # the write failed (StoreUnavailable): each result's caller decides
+                    outcomes = [e] * len(batch)
+                for (_, fut), outcome in zip(batch, outcomes, strict=True):
+                    if fut.done():
+                        continue
+                    if isinstance(outcome, BaseException):
+                        fut.set_exception(outcome)
+                    else:
+                        fut.set_result(outcome)
+                batch = []
+        finally:
+            self._storing = None
+            for _, fut in batch + self._to_store:   # left only when cancelled (the controller stops)
+                fut.cancel()
+            self._to_store = []
+
+    def _store_results(self, entries: list[tuple[Any, ...]]) -> list[bool | Exception]:
+        """Check each board's result and store the good ones, each with its mode done and its command's log entry,
+        in one durable write (blocking: run off the event loop). A result that cannot be true gets its BadResult
+        (or the record's InvalidArgument), and the others are stored."""
+        outcomes: list[bool | Exception] = []
+        items: list[tuple[ProfileRecord, CommandRecord | None]] = []
+        for run, device, catalog, mode, cmd, created_s, result in entries:
+            try:
+                check_profile_result(result.profile, catalog, mode, run.rec.workload, run.rec.minibatches)
+                record = profile_record(run.rec.campaign_id, run.rec.workload, device, catalog.model, mode,
+                                        result.profile, created_s=self.wall()).check()
+            except JetfleetError as e:
+                outcomes.append(e)
+                continue
+            outcomes.append(True)
+            items.append((record, command_record(device, cmd, created_s, result=result, finished_s=self.wall())))
+        stored = iter(self.store.record_results(items) if items else [])
+        self.store_writes += bool(items)
+        return [next(stored) if o is True else o for o in outcomes]
 
     @staticmethod
     def _lease(run: Run) -> Holder:

@@ -31,6 +31,7 @@ class Run:
     rounds: dict[str, int] = field(default_factory=dict)   # mode -> failed answers from boards (command id suffix)
     on_board: dict[str, set[str]] = field(default_factory=dict)   # device -> modes sent there and not answered
     answered: dict[str, float] = field(default_factory=dict)      # device -> when it last answered (monotonic s)
+    mode_s: dict[str, float] = field(default_factory=dict)        # device -> its seconds a mode, a moving average
     # Kept as modes change state, so handing out a mode and reporting progress cost O(1), not O(modes).
     queue: deque[str] = field(init=False)           # pending modes not in flight, in campaign order
     tally: Counter[str] = field(init=False)         # modes per status

@@ -252,6 +252,14 @@ class Store(abc.ABC):
         are kept, only the command's entry is written. InvalidArgument (nothing written) for an impossible
         record (``ProfileRecord.check``)."""
 
+    def record_results(self, items: list[tuple[ProfileRecord, CommandRecord | None]]) -> list[bool]:
+        """``record_result`` of each item, all in one atomic, durable write where the store can (a group commit:
+        the results of a campaign's quick modes that arrived together); one bool per item, as ``record_result``
+        says. InvalidArgument (nothing written) if any record is impossible. Here: one write per item."""
+        for rec, _ in items:
+            rec.check()
+        return [self.record_result(rec, command) for rec, command in items]
+
     @abc.abstractmethod
     def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> int:
         """All or nothing: the rows, and the catalogs of board models that have none stored yet (a stored

@@ -252,12 +252,27 @@ class RedisStore(RedisJobs, Store):
     def record_result(self, rec: ProfileRecord, command: CommandRecord | None = None) -> bool:
         """One Lua script, so it is atomic and one write: log the command, store and index the result and mark
         its mode done (its attempt count kept), unless the result exists."""
-        member, key, raw_key, idx = self._profile_keys(rec.check())
+        keys, args = self._record_call(rec.check(), command)
+        return bool(self._write(lambda pipe: self._record_script(keys=keys, args=args, client=pipe))[0])
+
+    def record_results(self, items: list[tuple[ProfileRecord, CommandRecord | None]]) -> list[bool]:
+        """The Lua script of ``record_result`` once per item, all in one MULTI/EXEC: atomic, one write."""
+        calls = [self._record_call(rec.check(), command) for rec, command in items]
+
+        def queue(pipe: Any) -> None:
+            for keys, args in calls:
+                self._record_script(keys=keys, args=args, client=pipe)
+
+        return [bool(x) for x in self._write(queue)] if calls else []
+
+    def _record_call(self, rec: ProfileRecord, command: CommandRecord | None) -> tuple[list[str], list[str]]:
+        """The keys and arguments of the record script for one result."""
+        member, key, raw_key, idx = self._profile_keys(rec)
         command_key = f"{self.p}:command:{command.command_id}" if command is not None else key
         keys = [key, raw_key, f"{self.p}:cmodes:{rec.source}", command_key, *idx]
         args = [self._summary_json(rec), raw_to_text(rec.raw, rec.raw_pb), rec.mode, rec.device_id, member,
                 self._command_json(command) if command is not None else ""]
-        return bool(self._write(lambda pipe: self._record_script(keys=keys, args=args, client=pipe))[0])
+        return keys, args
 
     def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> int:
         """Catalogs (SET NX: a stored one is kept), rows (SET NX: a stored row is kept) and their index entries

@@ -290,6 +290,24 @@ class SqliteStore(SqliteJobs, Store):
                                  "WHERE campaign_id=? AND mode=?", (rec.device_id, rec.source, rec.mode))
                 return True
 
+    def record_results(self, items: list[tuple[ProfileRecord, CommandRecord | None]]) -> list[bool]:
+        """``record_result`` of each item in one transaction: one commit, one fsync for them all."""
+        rows = [(self._profile_row(rec.check()), rec, command) for rec, command in items]
+        out: list[bool] = []
+        with self._locked():
+            with self._db:
+                self._db.execute("BEGIN")
+                for row, rec, command in rows:
+                    if command is not None:
+                        self._db.execute(self._LOG_COMMAND, self._command_row(command))
+                    if self._db.execute(self._INSERT_PROFILE, row).rowcount != 1:
+                        out.append(False)
+                        continue
+                    self._db.execute("UPDATE campaign_modes SET status='done', device_id=?, error='' "
+                                     "WHERE campaign_id=? AND mode=?", (rec.device_id, rec.source, rec.mode))
+                    out.append(True)
+        return out
+
     def import_profiles(self, records: list[ProfileRecord], catalogs: dict[str, dict[str, Any]]) -> int:
         """Catalogs of models without one and the rows not stored yet, in one transaction; returns rows added."""
         rows = [self._profile_row(r.check()) for r in records]

@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AgentMessage(_message.Message):
-    __slots__ = ("hello", "heartbeat", "telemetry", "ack", "result", "result_part", "progress")
+    __slots__ = ("hello", "heartbeat", "telemetry", "ack", "result", "result_part", "progress", "results")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     TELEMETRY_FIELD_NUMBER: _ClassVar[int]
@@ -15,6 +15,7 @@ class AgentMessage(_message.Message):
     RESULT_FIELD_NUMBER: _ClassVar[int]
     RESULT_PART_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     heartbeat: Heartbeat
     telemetry: TelemetryBatch
@@ -22,23 +23,32 @@ class AgentMessage(_message.Message):
     result: CommandResult
     result_part: ResultPart
     progress: TrainingProgress
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., telemetry: _Optional[_Union[TelemetryBatch, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., result: _Optional[_Union[CommandResult, _Mapping]] = ..., result_part: _Optional[_Union[ResultPart, _Mapping]] = ..., progress: _Optional[_Union[TrainingProgress, _Mapping]] = ...) -> None: ...
+    results: ResultBatch
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., telemetry: _Optional[_Union[TelemetryBatch, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., result: _Optional[_Union[CommandResult, _Mapping]] = ..., result_part: _Optional[_Union[ResultPart, _Mapping]] = ..., progress: _Optional[_Union[TrainingProgress, _Mapping]] = ..., results: _Optional[_Union[ResultBatch, _Mapping]] = ...) -> None: ...
+
+class ResultBatch(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[CommandResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[CommandResult, _Mapping]]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("board", "current_mode", "agent_version", "protocol", "metrics_port", "instance_id")
+    __slots__ = ("board", "current_mode", "agent_version", "protocol", "metrics_port", "instance_id", "batches")
     BOARD_FIELD_NUMBER: _ClassVar[int]
     CURRENT_MODE_FIELD_NUMBER: _ClassVar[int]
     AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     METRICS_PORT_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
     board: _common_pb2.BoardInfo
     current_mode: _common_pb2.PowerMode
     agent_version: str
     protocol: int
     metrics_port: int
     instance_id: str
-    def __init__(self, board: _Optional[_Union[_common_pb2.BoardInfo, _Mapping]] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., agent_version: _Optional[str] = ..., protocol: _Optional[int] = ..., metrics_port: _Optional[int] = ..., instance_id: _Optional[str] = ...) -> None: ...
+    batches: bool
+    def __init__(self, board: _Optional[_Union[_common_pb2.BoardInfo, _Mapping]] = ..., current_mode: _Optional[_Union[_common_pb2.PowerMode, _Mapping]] = ..., agent_version: _Optional[str] = ..., protocol: _Optional[int] = ..., metrics_port: _Optional[int] = ..., instance_id: _Optional[str] = ..., batches: bool = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("t_s", "current_mode", "busy_command_id", "launch_ids")
@@ -173,30 +183,40 @@ class ResultPart(_message.Message):
     def __init__(self, command_id: _Optional[str] = ..., index: _Optional[int] = ..., minibatch_times_s: _Optional[_Iterable[float]] = ..., power: _Optional[_Iterable[_Union[_common_pb2.TelemetrySample, _Mapping]]] = ...) -> None: ...
 
 class ControllerMessage(_message.Message):
-    __slots__ = ("welcome", "command", "notice")
+    __slots__ = ("welcome", "command", "notice", "commands")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
     NOTICE_FIELD_NUMBER: _ClassVar[int]
+    COMMANDS_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     command: Command
     notice: Notice
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., command: _Optional[_Union[Command, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ...) -> None: ...
+    commands: CommandBatch
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., command: _Optional[_Union[Command, _Mapping]] = ..., notice: _Optional[_Union[Notice, _Mapping]] = ..., commands: _Optional[_Union[CommandBatch, _Mapping]] = ...) -> None: ...
+
+class CommandBatch(_message.Message):
+    __slots__ = ("commands",)
+    COMMANDS_FIELD_NUMBER: _ClassVar[int]
+    commands: _containers.RepeatedCompositeFieldContainer[Command]
+    def __init__(self, commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("session_id", "heartbeat_interval_s", "telemetry_interval_s", "max_batch_samples", "columns", "folded_heartbeats")
+    __slots__ = ("session_id", "heartbeat_interval_s", "telemetry_interval_s", "max_batch_samples", "columns", "folded_heartbeats", "batches")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
     TELEMETRY_INTERVAL_S_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_SAMPLES_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     FOLDED_HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     heartbeat_interval_s: float
     telemetry_interval_s: float
     max_batch_samples: int
     columns: bool
     folded_heartbeats: bool
-    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_s: _Optional[float] = ..., telemetry_interval_s: _Optional[float] = ..., max_batch_samples: _Optional[int] = ..., columns: bool = ..., folded_heartbeats: bool = ...) -> None: ...
+    batches: bool
+    def __init__(self, session_id: _Optional[str] = ..., heartbeat_interval_s: _Optional[float] = ..., telemetry_interval_s: _Optional[float] = ..., max_batch_samples: _Optional[int] = ..., columns: bool = ..., folded_heartbeats: bool = ..., batches: bool = ...) -> None: ...
 
 class Notice(_message.Message):
     __slots__ = ("error",)
