@@ -93,9 +93,10 @@ class CommandExecutor:
         self.columns = False   # profile results carry their power samples as columns (the controller reads them)
         self._device_lock = asyncio.Lock()  # one board, one thing at a time (cancel and a job's own steps excepted)
         self._step_lock = asyncio.Lock()    # a step and the end of the training it belongs to never interleave
-        # Profiles waiting for the board (id, request, cancel, future, columns), run back to back by one worker
+        # Profiles waiting for the board (id, request, cancel, future, columns, the result to fill), run back to back by one worker
         # thread (``_profile_batch``); appended on the event loop, taken in the thread (a deque: both are safe).
-        self._profile_q: deque[tuple[str, ProfileRequest, threading.Event, asyncio.Future[Any], bool]] = deque()
+        self._profile_q: deque[tuple[str, ProfileRequest, threading.Event, asyncio.Future[Any], bool,
+                                     agent_pb2.ProfileResult]] = deque()
         self._profiles_task: asyncio.Task[None] | None = None
         self._others_waiting = 0   # commands of other kinds waiting for the board: queued profiles let them go first
         self.profile_hops = 0      # worker-thread hops that ran queued profiles (tests and logs)
@@ -216,7 +217,11 @@ class CommandExecutor:
                 raise FailedPrecondition(f"the board is held by {holder}: one training at a time", field="board")
             if kind == "run_profile":   # cancellable while it waits for the board (a campaign sends the next mode early)
                 self._cancel.setdefault(cmd.command_id, threading.Event())
-                out.profile.CopyFrom(await self._profile(cmd))
+                try:
+                    await self._profile(cmd, out.profile)   # written there by the worker thread
+                except BaseException:
+                    out.ClearField("profile")
+                    raise
                 return out
             async with self._board():
                 if kind == "run_training":
@@ -282,21 +287,21 @@ class CommandExecutor:
         return ProfileRequest(r.workload, mode, r.minibatches, r.minibatch_size or defaults.MINIBATCH_SIZE, r.workers,
                               r.warmup_s if r.HasField("warmup_s") else None, r.sample_interval_s or defaults.SAMPLE_INTERVAL_S)
 
-    async def _profile(self, cmd: agent_pb2.Command) -> agent_pb2.ProfileResult:
-        """Queue the profile for the board and wait for its result (``_run_profiles`` runs the queue)."""
+    async def _profile(self, cmd: agent_pb2.Command, into: agent_pb2.ProfileResult) -> None:
+        """Queue the profile for the board and wait until its result is written ``into`` (``_run_profiles`` runs the
+        queue)."""
         req = self._profile_request(cmd)
         ev = self._cancel.setdefault(cmd.command_id, threading.Event())
-        fut: asyncio.Future[tuple[PowerMode, agent_pb2.ProfileResult]] = asyncio.get_running_loop().create_future()
-        self._profile_q.append((cmd.command_id, req, ev, fut, self.columns))
+        fut: asyncio.Future[PowerMode] = asyncio.get_running_loop().create_future()
+        self._profile_q.append((cmd.command_id, req, ev, fut, self.columns, into))
         if self._profiles_task is None:
             self._profiles_task = asyncio.create_task(self._run_profiles())
         try:
-            mode, result = await fut
+            mode = await fut
         finally:
             self._cancel.pop(cmd.command_id, None)
         if self.metrics:
             self.metrics.set_mode(mode)
-        return result
 
     async def _run_profiles(self) -> None:
         """Hold the board and run the queued profiles in a worker thread until none is left; a command of another
@@ -320,7 +325,8 @@ class CommandExecutor:
                         await to_thread(self._profile_batch, loop)
                     finally:
                         timer.cancel()
-                        self._collect()
+                        if not loop.is_closed():   # (closed: the task is being discarded with its loop)
+                            self._collect()
         finally:
             self._profiles_task = None
 
@@ -331,7 +337,7 @@ class CommandExecutor:
         held = 0
         while not self._others_waiting:
             try:
-                cid, req, ev, fut, columns = self._profile_q.popleft()
+                cid, req, ev, fut, columns, into = self._profile_q.popleft()
             except IndexError:
                 break
             start = time.perf_counter()
@@ -343,7 +349,8 @@ class CommandExecutor:
                 self.profiles_run += 1
                 # the wire message too, here: a long window holds tens of thousands of samples
                 p = profile(self.device, req, self._observer(req.workload), ev, self.workloads)
-                value = (p.mode, profile_result_pb(p, columns=columns))
+                profile_result_pb(p, columns=columns, into=into)
+                value = p.mode
             except Exception as e:   # answered as the command's failed result
                 error = e
             with self._finished_lock:

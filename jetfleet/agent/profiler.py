@@ -199,12 +199,16 @@ def profile(device: Device, req: ProfileRequest, observer: Callable[[int, float]
                    summarise(kept, power.column("total_w")))
 
 
-def profile_result_pb(p: Profile, *, columns: bool) -> agent_pb2.ProfileResult:
+def profile_result_pb(p: Profile, *, columns: bool, into: agent_pb2.ProfileResult | None = None
+                      ) -> agent_pb2.ProfileResult:
     """A profile as the wire's ProfileResult: the window's samples as one columns block when the controller reads
-    columns (``columns``) and they share a layout, else one message per sample."""
-    out = agent_pb2.ProfileResult(
-        workload=p.workload, mode=mode_to_pb(p.mode), minibatch_times_s=p.minibatch_times_s,
-        steady_state_found=p.steady_state_found, window_start_s=p.window_start_s, window_end_s=p.window_end_s)
+    columns (``columns``) and they share a layout, else one message per sample. Written into ``into`` (an empty
+    message: the command result's own field, saving a copy of the samples) when given."""
+    out = agent_pb2.ProfileResult() if into is None else into
+    out.workload, out.steady_state_found = p.workload, p.steady_state_found
+    out.window_start_s, out.window_end_s = p.window_start_s, p.window_end_s
+    out.mode.CopyFrom(mode_to_pb(p.mode))
+    out.minibatch_times_s.extend(p.minibatch_times_s)
     cols = p.power.columns_pb() if columns else None
     if cols is not None:
         out.power_columns.CopyFrom(cols)
