@@ -164,7 +164,7 @@ def test_quick_modes_go_down_together_run_back_to_back_and_are_stored_together_e
         # Commands queued together went as one message, the board ran the queued modes in a few worker-thread hops
         # (not one a mode), and results that were ready together went back, and were stored, together.
         assert link.command_batches > 0
-        assert ex.profile_hops < 120 / 4, ex.profile_hops
+        assert ex.profile_hops < 120 / 2, ex.profile_hops
         assert link.result_batches > 0
         writes = lab.lab.controller.campaigns.store_writes
         assert writes < 120 / 2, writes

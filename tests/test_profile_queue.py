@@ -48,7 +48,7 @@ def test_a_slow_profiles_result_goes_back_when_it_ends_and_quick_ones_together(m
         assert all(r.ok for r in results), results
         return list(ex.settled), ex.profile_hops   # how many results each hand-over to the event loop carried
 
-    slow, hops = asyncio.run(scenario(60.0))   # ~0.1 s a profile, longer than HOLD_S: each goes alone
+    slow, hops = asyncio.run(scenario(30.0))   # ~0.2 s a profile, longer than HOLD_S: each goes alone
     assert slow == [1] * 5 and hops == 1
     monkeypatch.setattr(executor_mod, "HOLD_S", 30.0)   # nothing is slow against that: all five go together
     quick, hops = asyncio.run(scenario(60.0))

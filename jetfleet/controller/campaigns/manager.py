@@ -397,8 +397,9 @@ class CampaignManager:
             run.wake.set()
 
     async def _store_together(self, *entry: Any) -> bool:
-        """Check and store one result (``_store_result``'s arguments) with the others that wait now, in one worker
-        thread hop and one store transaction; StoreUnavailable if that write failed (the caller retries)."""
+        """Check and store one result (its run, board, catalog, mode, command, the command's creation time and the
+        result) with the others that wait now, in one worker-thread hop and one store transaction (``_store_results``);
+        True if stored, False for a duplicate, StoreUnavailable if that write failed (the caller retries)."""
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._to_store.append((entry, fut))
         if self._storing is None:
