@@ -93,8 +93,9 @@ class CommandExecutor:
         self.columns = False   # profile results carry their power samples as columns (the controller reads them)
         self._device_lock = asyncio.Lock()  # one board, one thing at a time (cancel and a job's own steps excepted)
         self._step_lock = asyncio.Lock()    # a step and the end of the training it belongs to never interleave
-        # Profiles waiting for the board (id, request, cancel, future, columns, the result to fill), run back to back by one worker
-        # thread (``_profile_batch``); appended on the event loop, taken in the thread (a deque: both are safe).
+        # Profiles waiting for the board (id, request, cancel, future, columns, the result to fill), run back to back
+        # by one worker thread (``_profile_batch``); appended on the event loop, taken in the thread (a deque: both
+        # are safe).
         self._profile_q: deque[tuple[str, ProfileRequest, threading.Event, asyncio.Future[Any], bool,
                                      agent_pb2.ProfileResult]] = deque()
         self._profiles_task: asyncio.Task[None] | None = None
