@@ -333,7 +333,8 @@ def test_a_mode_that_crashes_its_agent_every_time_ends_failed(tmp_path):
         def crash(gone, ran):  # the agent process dies; systemd starts it again
             # It dies partway into the poisoned mode, after what it measured before has gone out (at once on this
             # instant twin, a quick mode's result would still be in the agent, held at most executor.HOLD_S).
-            in_flight = lambda: {m for r in lab.lab.controller.campaigns.runs.values() for m in r.in_flight}  # noqa: E731
+            in_flight = lambda: lab.do(  # noqa: E731 - read on the controller's loop, not beside it
+                lambda: {m for r in lab.lab.controller.campaigns.runs.values() for m in r.in_flight})
             wait_until(lambda: not {str(m) for m in ran} & in_flight(), 10, "the results before the crash sent")
 
             def kill():

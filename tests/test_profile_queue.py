@@ -1,6 +1,9 @@
 """The agent's queue of profiles (a campaign keeps several modes on a board): they run back to back in one worker
-thread, a slow one's result goes back as soon as it ends, quick ones together, and a command of another kind that
-waits for the board goes before the profiles queued behind the running one. Read from the executor's own counts."""
+thread, a slow one's result goes back as soon as it ends, quick ones together, and everything runs in the order it
+came: a command of another kind after the profiles queued before it, before those queued after it. Read from the
+executor's own counts and the board's own record of the modes it was put in."""
+
+from __future__ import annotations
 
 import asyncio
 import threading
@@ -23,22 +26,45 @@ def _profiles(n: int) -> list[agent_pb2.Command]:
     return [profile_command("resnet18", m, 40, f"p-{i}") for i, m in enumerate(MODES[:n])]
 
 
-def test_a_set_mode_waiting_for_the_board_goes_before_the_queued_profiles():
-    async def scenario():   # type: ignore[no-untyped-def]
-        ex = CommandExecutor(EmulatedBoard("agx-orin", 0, speed=60.0))   # ~0.1 s of wall time a profile
-        runs = [asyncio.create_task(ex.execute(c)) for c in _profiles(5)]
-        await until(lambda: ex.profiles_run == 1)
-        step = await ex.execute(agent_pb2.Command(command_id="s-1", set_mode=agent_pb2.SetMode(
-            mode=mode_to_pb(ORIN.presets[sorted(ORIN.presets)[0]]))))
-        ran_before_step = ex.profiles_run
-        results = await asyncio.gather(*runs)
-        return step, ran_before_step, results, ex
+class RecordingBoard(EmulatedBoard):
+    """A board that keeps the modes it is put in, in order (a profile applies its mode, a set_mode its own)."""
 
-    step, ran_before_step, results, ex = asyncio.run(scenario())
-    assert step.ok, step.error
-    assert ran_before_step <= 2, ran_before_step   # the one running (and at most the next) before it, not all five
-    assert all(r.ok for r in results) and ex.profiles_run == 5
-    assert ex.profile_hops == 2   # the queue stopped for the step and went on after it
+    applied: list = []
+
+    def apply_mode(self, mode, preset=""):   # type: ignore[no-untyped-def]
+        self.applied = [*self.applied, mode]
+        return super().apply_mode(mode, preset)
+
+
+def _step(cid: str, mode) -> agent_pb2.Command:   # type: ignore[no-untyped-def]
+    return agent_pb2.Command(command_id=cid, set_mode=agent_pb2.SetMode(mode=mode_to_pb(mode)))
+
+
+def test_a_set_mode_runs_after_the_profiles_sent_before_it_and_before_those_sent_after_it():
+    step_mode = ORIN.presets[sorted(ORIN.presets)[0]]
+
+    async def scenario():   # type: ignore[no-untyped-def]
+        board = RecordingBoard("agx-orin", 0, speed=60.0)   # ~0.1 s of wall time a profile
+        ex = CommandExecutor(board)
+        p = _profiles(5)
+        # as one CommandBatch arrives: two profiles, the step, three profiles, all at once
+        runs = [asyncio.create_task(ex.execute(c)) for c in (p[0], p[1], _step("s-1", step_mode), *p[2:])]
+        results = await asyncio.gather(*runs)
+        # and a step sent while the queue runs waits for every profile sent before it
+        late = [asyncio.create_task(ex.execute(c)) for c in _profiles(3)[:2]]   # answered from memory: no run
+        more = [asyncio.create_task(ex.execute(profile_command("resnet18", m, 40, f"q-{i}")))
+                for i, m in enumerate(MODES[:3])]
+        await until(lambda: ex.profiles_run >= 6)
+        step = await ex.execute(_step("s-2", step_mode))
+        ran_before_step = ex.profiles_run
+        await asyncio.gather(*late, *more)
+        return results, step, ran_before_step, board.applied, ex
+
+    results, step, ran_before_step, applied, ex = asyncio.run(scenario())
+    assert all(r.ok for r in results) and step.ok
+    assert applied[:6] == [MODES[0], MODES[1], step_mode, MODES[2], MODES[3], MODES[4]], applied
+    assert ran_before_step == 8   # the three profiles queued before it ran first
+    assert applied[-1] == step_mode and ex.profiles_run == 8
 
 
 def test_a_slow_profiles_result_goes_back_when_it_ends_and_quick_ones_together(monkeypatch):

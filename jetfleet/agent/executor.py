@@ -11,8 +11,9 @@ time and once at its end.
 
 Profiles queued together (a campaign fills a board's pipeline with several modes) run back to back in one
 worker thread while they hold the board, and results that were quick go back together (``HOLD_S``): a quick
-mode costs the agent's event loop a few small steps, not a thread hop and a message of its own. A command of
-another kind waiting for the board goes before the next queued profile, as it would with one mode at a time."""
+mode costs the agent's event loop a few small steps, not a thread hop and a message of its own. Everything
+still runs in the order it came: a command of another kind goes after the profiles queued before it and before
+those queued after it."""
 
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ MAX_PROGRESS_INTERVAL_S = 3600.0
 # event loop collects what is held every HOLD_S, whatever the profile running then does.
 HOLD_S = 0.02
 MAX_HELD = 8
+_NO_SEQ = float("inf")
 
 log = logging.getLogger(__name__)
 __all__ = ["Cancelled", "CommandExecutor"]
@@ -93,13 +95,19 @@ class CommandExecutor:
         self.columns = False   # profile results carry their power samples as columns (the controller reads them)
         self._device_lock = asyncio.Lock()  # one board, one thing at a time (cancel and a job's own steps excepted)
         self._step_lock = asyncio.Lock()    # a step and the end of the training it belongs to never interleave
-        # Profiles waiting for the board (id, request, cancel, future, columns, the result to fill), run back to back
+        # Profiles waiting for the board (number, id, request, cancel, future, the result to fill), run back to back
         # by one worker thread (``_profile_batch``); appended on the event loop, taken in the thread (a deque: both
         # are safe).
-        self._profile_q: deque[tuple[str, ProfileRequest, threading.Event, asyncio.Future[Any], bool,
+        self._profile_q: deque[tuple[int, str, ProfileRequest, threading.Event, asyncio.Future[Any],
                                      agent_pb2.ProfileResult]] = deque()
         self._profiles_task: asyncio.Task[None] | None = None
-        self._others_waiting = 0   # commands of other kinds waiting for the board: queued profiles let them go first
+        # Commands and queued profiles are numbered as they come (``_seq``): a command of another kind waiting for
+        # the board (its number in ``_waiting``, the least in ``_first_waiting``, read by the worker thread) goes
+        # after the profiles numbered before it and before those after it, as one lock in arrival order would.
+        self._seq = 0
+        self._waiting: set[int] = set()
+        self._first_waiting: float = _NO_SEQ
+        self._moved: list[asyncio.Future[None]] = []   # commands waiting for queued profiles to move
         self.profile_hops = 0      # worker-thread hops that ran queued profiles (tests and logs)
         self.profiles_run = 0      # profiles started on the board (tests: the board's own count)
         # What the worker thread finished and the event loop has not collected yet (guarded by the lock).
@@ -264,17 +272,43 @@ class CommandExecutor:
 
     @contextlib.asynccontextmanager
     async def _board(self) -> AsyncIterator[None]:
-        """Hold the board for a command other than a queued profile; while it waits, queued profiles let it go
-        first (the worker thread running them stops after the current one)."""
-        self._others_waiting += 1
+        """Hold the board for a command other than a queued profile, in the order the commands came: after the
+        profiles queued before it (waiting while they run), before those queued after it (the worker thread stops
+        at the first of them while this waits)."""
+        seq = self._next_seq()
+        self._waiting.add(seq)
+        self._first_waiting = min(self._waiting)
         try:
+            while self._first_queued() < seq:   # profiles that came before it are still queued
+                moved: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._moved.append(moved)
+                await moved
             await self._device_lock.acquire()
         finally:
-            self._others_waiting -= 1
+            self._waiting.discard(seq)
+            self._first_waiting = min(self._waiting, default=_NO_SEQ)
         try:
             yield
         finally:
             self._device_lock.release()
+
+    def _first_queued(self) -> float:
+        """The number of the first queued profile (the worker thread may take it meanwhile), or _NO_SEQ."""
+        try:
+            return self._profile_q[0][0]
+        except IndexError:
+            return _NO_SEQ
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _queue_moved(self) -> None:
+        """Wake the commands waiting for the profiles queued before them (they look again)."""
+        moved, self._moved = self._moved, []
+        for fut in moved:
+            if not fut.done():
+                fut.set_result(None)
 
     async def _apply(self, mode: PowerMode, preset: str = "") -> PowerMode:
         confirmed = await to_thread(self.device.apply_mode, mode, preset)
@@ -294,7 +328,7 @@ class CommandExecutor:
         req = self._profile_request(cmd)
         ev = self._cancel.setdefault(cmd.command_id, threading.Event())
         fut: asyncio.Future[PowerMode] = asyncio.get_running_loop().create_future()
-        self._profile_q.append((cmd.command_id, req, ev, fut, self.columns, into))
+        self._profile_q.append((self._next_seq(), cmd.command_id, req, ev, fut, into))
         if self._profiles_task is None:
             self._profiles_task = asyncio.create_task(self._run_profiles())
         try:
@@ -320,7 +354,6 @@ class CommandExecutor:
         try:
             while self._profile_q:
                 async with self._device_lock:
-                    self.profile_hops += 1
                     timer = loop.call_later(HOLD_S, tick)
                     try:
                         await to_thread(self._profile_batch, loop)
@@ -328,19 +361,29 @@ class CommandExecutor:
                         timer.cancel()
                         if not loop.is_closed():   # (closed: the task is being discarded with its loop)
                             self._collect()
+                            self._queue_moved()
+                await asyncio.sleep(0)   # a command it stopped for, just woken, takes its place at the lock first
         finally:
             self._profiles_task = None
 
-    def _profile_batch(self, loop: asyncio.AbstractEventLoop) -> None:
-        """In a worker thread: run queued profiles one after the other until the queue is empty or another command
-        waits for the board. Each outcome goes to ``_finished``; the event loop collects them (``_collect``) at
-        once after a profile that took HOLD_S or more, after MAX_HELD of them, and every HOLD_S."""
-        held = 0
-        while not self._others_waiting:
+    def _profile_batch(self, loop: asyncio.AbstractEventLoop) -> int:
+        """In a worker thread: run queued profiles one after the other until the queue is empty or the next one came
+        after a command of another kind that waits for the board; returns how many it took. Each outcome goes to
+        ``_finished``; the event loop collects them (``_collect``) at once after a profile that took HOLD_S or more,
+        after MAX_HELD of them, and every HOLD_S."""
+        held = taken = 0
+        while True:
             try:
-                cid, req, ev, fut, columns, into = self._profile_q.popleft()
+                seq = self._profile_q[0][0]   # only this thread takes from the queue: the one seen is the one taken
             except IndexError:
                 break
+            if self._first_waiting < seq:
+                break
+            _, cid, req, ev, fut, into = self._profile_q.popleft()
+            taken += 1
+            if taken == 1:
+                self.profile_hops += 1   # a hop counts once it runs a profile
+            columns = self.columns   # as the controller of the session now reads them
             start = time.perf_counter()
             value: Any = None
             error: BaseException | None = None
@@ -360,6 +403,7 @@ class CommandExecutor:
             if time.perf_counter() - start >= HOLD_S or held >= MAX_HELD:
                 loop.call_soon_threadsafe(self._collect)
                 held = 0
+        return taken
 
     def _collect(self) -> None:
         """On the event loop: settle the profiles the worker thread finished (in the order they ended)."""
@@ -370,10 +414,14 @@ class CommandExecutor:
         for fut, value, error in outcomes:
             if fut.done():
                 continue
+            if isinstance(error, StopIteration):   # a future cannot hold one
+                error = RuntimeError(f"profile failed: {error!r}")
             if error is not None:
                 fut.set_exception(error)
             else:
                 fut.set_result(value)
+        if outcomes:
+            self._queue_moved()
 
     async def _roofline(self, cmd: agent_pb2.Command) -> agent_pb2.RooflineResult:
         r = cmd.run_roofline

@@ -73,6 +73,8 @@ TICK_S = 0.5                # the driver looks for idle boards at least this oft
 PIPELINE_DEPTH = 2          # modes a campaign keeps on one board: the next waits there while the last is stored
 MAX_PIPELINE_DEPTH = 32     # ... and at most, on a board whose modes take milliseconds
 PIPELINE_COVER_S = 0.05     # the modes kept on a board cover this much of its time (within those bounds)
+DEPTH_AFTER_MODES = 8       # ... judged once the board measured this many (a resend answered from memory is quick)
+MAX_STORED_TOGETHER = 64    # results stored in one transaction at most
 
 
 class CampaignManager:
@@ -284,7 +286,7 @@ class CampaignManager:
         PIPELINE_COVER_S of its time where its modes are quicker (at most MAX_PIPELINE_DEPTH). A real board's mode
         takes minutes: two, so a job queued for the board waits for at most the mode running and the next."""
         per = run.mode_s.get(device)
-        if not per:
+        if per is None or run.mode_n.get(device, 0) < DEPTH_AFTER_MODES:
             return PIPELINE_DEPTH
         return max(PIPELINE_DEPTH, min(MAX_PIPELINE_DEPTH, math.ceil(PIPELINE_COVER_S / per)))
 
@@ -351,6 +353,7 @@ class CampaignManager:
             took = now - max(started, run.answered.get(device, started))
             run.durations.append(took)
             run.mode_s[device] = 0.8 * run.mode_s.get(device, took) + 0.2 * took
+            run.mode_n[device] = run.mode_n.get(device, 0) + 1
             run.answered[device] = now
             self._store_backoff.reset()
             self.metrics.campaign_modes.labels(run.rec.workload, "measured" if stored else "duplicate").inc()
@@ -410,7 +413,7 @@ class CampaignManager:
         batch: list[tuple[tuple[Any, ...], asyncio.Future[bool]]] = []
         try:
             while self._to_store:
-                batch, self._to_store = self._to_store, []
+                batch, self._to_store = self._to_store[:MAX_STORED_TOGETHER], self._to_store[MAX_STORED_TOGETHER:]
                 try:
                     outcomes = await asyncio.to_thread(self._store_results, [entry for entry, _ in batch])
                 except Exception as e:   # the write failed (StoreUnavailable): each result's caller decides
@@ -423,16 +426,19 @@ class CampaignManager:
                     else:
                         fut.set_result(outcome)
                 batch = []
-        finally:
-            self._storing = None
-            for _, fut in batch + self._to_store:   # left only when cancelled (the controller stops)
+        except asyncio.CancelledError:   # the controller stops: whoever waits is cancelled with it
+            for _, fut in batch + self._to_store:
                 fut.cancel()
             self._to_store = []
+            raise
+        finally:
+            self._storing = None
 
     def _store_results(self, entries: list[tuple[Any, ...]]) -> list[bool | Exception]:
         """Check each board's result and store the good ones, each with its mode done and its command's log entry,
         in one durable write (blocking: run off the event loop). A result that cannot be true gets its BadResult
-        (or the record's InvalidArgument), and the others are stored."""
+        (or the record's InvalidArgument, or what reading it raised), and the others are stored; StoreUnavailable
+        when the store cannot be reached (nothing written)."""
         outcomes: list[bool | Exception] = []
         items: list[tuple[ProfileRecord, CommandRecord | None]] = []
         for run, device, catalog, mode, cmd, created_s, result in entries:
@@ -440,14 +446,34 @@ class CampaignManager:
                 check_profile_result(result.profile, catalog, mode, run.rec.workload, run.rec.minibatches)
                 record = profile_record(run.rec.campaign_id, run.rec.workload, device, catalog.model, mode,
                                         result.profile, created_s=self.wall()).check()
-            except JetfleetError as e:
+                items.append((record, command_record(device, cmd, created_s, result=result, finished_s=self.wall())))
+            except Exception as e:   # this result alone: a corrupt one fails its own mode, not the others
                 outcomes.append(e)
                 continue
             outcomes.append(True)
-            items.append((record, command_record(device, cmd, created_s, result=result, finished_s=self.wall())))
-        stored = iter(self.store.record_results(items) if items else [])
-        self.store_writes += bool(items)
-        return [next(stored) if o is True else o for o in outcomes]
+        if not items:
+            return outcomes
+        try:
+            stored: list[bool | Exception] = list(self.store.record_results(items))
+            self.store_writes += 1
+        except StoreUnavailable:
+            raise   # nothing was written: every caller retries
+        except Exception:
+            # A write the store refused for one of them (on Redis the ones before it may be in: MULTI/EXEC does not
+            # roll back a script that fails): each again on its own, so the others are stored (a stored one is a
+            # duplicate now) and only the one that cannot be stored fails.
+            log.warning("campaign results: a write of %d failed; storing each alone", len(items), exc_info=True)
+            stored = []
+            for record, command in items:
+                try:
+                    stored.append(self.store.record_result(record, command))
+                    self.store_writes += 1
+                except StoreUnavailable:
+                    raise
+                except Exception as e:
+                    stored.append(e)
+        it = iter(stored)
+        return [next(it) if o is True else o for o in outcomes]
 
     @staticmethod
     def _lease(run: Run) -> Holder:

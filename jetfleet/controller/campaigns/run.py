@@ -32,6 +32,7 @@ class Run:
     on_board: dict[str, set[str]] = field(default_factory=dict)   # device -> modes sent there and not answered
     answered: dict[str, float] = field(default_factory=dict)      # device -> when it last answered (monotonic s)
     mode_s: dict[str, float] = field(default_factory=dict)        # device -> its seconds a mode, a moving average
+    mode_n: dict[str, int] = field(default_factory=dict)          # device -> the modes that average counts
     # Kept as modes change state, so handing out a mode and reporting progress cost O(1), not O(modes).
     queue: deque[str] = field(init=False)           # pending modes not in flight, in campaign order
     tally: Counter[str] = field(init=False)         # modes per status

@@ -256,7 +256,9 @@ class RedisStore(RedisJobs, Store):
         return bool(self._write(lambda pipe: self._record_script(keys=keys, args=args, client=pipe))[0])
 
     def record_results(self, items: list[tuple[ProfileRecord, CommandRecord | None]]) -> list[bool]:
-        """The Lua script of ``record_result`` once per item, all in one MULTI/EXEC: atomic, one write."""
+        """The Lua script of ``record_result`` once per item, all in one MULTI/EXEC: one write. Redis does not undo
+        the scripts before one that fails at run time (its error is raised): the caller may store each alone again,
+        a stored one then being a duplicate."""
         calls = [self._record_call(rec.check(), command) for rec, command in items]
 
         def queue(pipe: Any) -> None:
