@@ -141,16 +141,23 @@ def test_a_mode_answered_within_ack_after_s_goes_back_without_an_ack_and_a_longe
         lab.close()
 
 
-def _instant_campaign(tmp_path, modes: int):   # type: ignore[no-untyped-def]
-    """A campaign of ``modes`` modes on an instant board: (the lab, its agent, the campaign as it ended)."""
+def _instant_campaign(tmp_path, modes: int, prepare=None):   # type: ignore[no-untyped-def]
+    """A campaign of ``modes`` modes on an instant board: (the lab, its agent, the campaign as it ended); ``prepare``
+    is called with the started lab before its board comes online."""
     lab = LabThread(str(tmp_path / "data"), [])
     lab.lab.speed = math.inf   # each mode's result is there in about a millisecond
     lab.start()
-    agent = lab.do(lambda: lab.lab.add_agent("agx-orin", seed=0))
-    lab.call(lab.lab.wait_online(1))
-    with OperatorClient(lab.address) as c:
-        camp = c.create_campaign(workload="resnet18", device_id=agent.device_id, modes=f"random:{modes}")
-        done = wait_done(c, camp.campaign_id)
+    try:
+        if prepare is not None:
+            prepare(lab)
+        agent = lab.do(lambda: lab.lab.add_agent("agx-orin", seed=0))
+        lab.call(lab.lab.wait_online(1))
+        with OperatorClient(lab.address) as c:
+            camp = c.create_campaign(workload="resnet18", device_id=agent.device_id, modes=f"random:{modes}")
+            done = wait_done(c, camp.campaign_id)
+    except BaseException:   # what it started ends with it
+        lab.close()
+        raise
     return lab, agent, done
 
 
@@ -215,26 +222,22 @@ def test_an_older_agent_or_controller_gets_one_command_and_one_result_a_message(
 def test_a_group_write_the_store_refuses_is_stored_result_by_result_and_no_mode_is_measured_again(tmp_path):
     """A transaction of several results that fails for one of them (not the store being away: a refused write)
     falls back to one write each: the others are stored, and the board measures nothing twice."""
-    lab = LabThread(str(tmp_path / "data"), [])
-    lab.lab.speed = math.inf
-    lab.start()
-    store = lab.lab.controller.store
-    together = store.record_results
     refused = []
 
-    def once(items):   # type: ignore[no-untyped-def]
-        if len(items) > 1 and not refused:
-            refused.append(len(items))
-            raise RuntimeError("the store refused one write of the group")
-        return together(items)
+    def refuse_one_group(lab):   # type: ignore[no-untyped-def]
+        store = lab.lab.controller.store
+        together = store.record_results
 
-    store.record_results = once
+        def once(items):   # type: ignore[no-untyped-def]
+            if len(items) > 1 and not refused:
+                refused.append(len(items))
+                raise RuntimeError("the store refused one write of the group")
+            return together(items)
+
+        store.record_results = once
+
+    lab, agent, done = _instant_campaign(tmp_path, 60, refuse_one_group)
     try:
-        agent = lab.do(lambda: lab.lab.add_agent("agx-orin", seed=0))
-        lab.call(lab.lab.wait_online(1))
-        with OperatorClient(lab.address) as c:
-            camp = c.create_campaign(workload="resnet18", device_id=agent.device_id, modes="random:60")
-            done = wait_done(c, camp.campaign_id)
         assert refused, "no group of several results was written"
         assert (done.status, done.done, done.failed) == ("done", 60, 0)
         exactly_once(lab, done.campaign_id, 60)

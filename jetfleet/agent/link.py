@@ -29,6 +29,7 @@ from jetfleet.shared.errors import InvalidArgument, JetfleetError, ResourceExhau
 from jetfleet.shared.grpc_errors import error_pb, from_controller, leader_of, retry_after_s
 from jetfleet.shared.netutil import channel_credentials, is_loopback
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2
+from jetfleet.shared.queued import NOTHING, take_queued
 from jetfleet.shared.workloads import WorkloadRegistry
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,6 @@ ACK_AFTER_S = 0.05
 # Results ready together go in one ResultBatch (to a controller that reads them) of at most this many and bytes.
 MAX_BATCH_RESULTS = 64
 MAX_BATCH_BYTES = 2 * PART_BYTES
-_NOTHING = object()
 
 
 def default_device_id(model: str, serial: str) -> str:
@@ -288,10 +288,10 @@ class AgentLink:
         outq.put_nowait(await self._hello())
 
         async def outgoing() -> AsyncIterator[agent_pb2.AgentMessage]:
-            carry: object = _NOTHING
+            carry: object = NOTHING
             while True:
-                msg = await outq.get() if carry is _NOTHING else carry
-                carry = _NOTHING
+                msg = await outq.get() if carry is NOTHING else carry
+                carry = NOTHING
                 if msg is None:
                     return
                 assert isinstance(msg, agent_pb2.AgentMessage)
@@ -353,20 +353,16 @@ class AgentLink:
                       ) -> tuple[agent_pb2.AgentMessage, object]:
         """``first`` (a whole result) and the whole results queued right behind it as one message (up to
         MAX_BATCH_RESULTS, MAX_BATCH_BYTES), and the next queued message taken that is not one of them."""
-        results = [first.result]
-        size = first.result.ByteSize()
-        carry: object = _NOTHING
-        while not outq.empty() and len(results) < MAX_BATCH_RESULTS:
-            nxt = outq.get_nowait()
-            if nxt is None or nxt.WhichOneof("kind") != "result" or nxt.result.parts:
-                carry = nxt
-                break
-            n = nxt.result.ByteSize()
-            if size + n > MAX_BATCH_BYTES:
-                carry = nxt
-                break
-            results.append(nxt.result)
-            size += n
+        size = [first.result.ByteSize()]
+
+        def fits(msg: agent_pb2.AgentMessage | None) -> bool:   # a whole result that keeps the batch within bounds
+            if msg is None or msg.WhichOneof("kind") != "result" or msg.result.parts:
+                return False
+            size[0] += msg.result.ByteSize()
+            return size[0] <= MAX_BATCH_BYTES
+
+        more, carry = take_queued(outq, fits, MAX_BATCH_RESULTS - 1)
+        results = [first.result] + [m.result for m in more if m is not None]
         if len(results) == 1:
             return first, carry
         self.result_batches += 1

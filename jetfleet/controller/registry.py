@@ -19,13 +19,13 @@ from jetfleet.shared.catalog import Catalog, catalog_from_dict
 from jetfleet.shared.convert import check_board, mode_from_pb
 from jetfleet.shared.errors import AlreadyExists, FailedPrecondition, JetfleetError, NotFound, ResourceExhausted
 from jetfleet.shared.proto import agent_pb2
+from jetfleet.shared.queued import NOTHING, take_queued
 from jetfleet.shared.workloads import WORKLOADS
 
 log = logging.getLogger(__name__)
 MAX_OUTBOX = 1000        # messages queued to one agent; an agent that stops reading gets no more commands
 MAX_QUEUED_NOTICES = 50  # refusals queued to one agent; more are dropped (and counted) until it reads them
 MAX_BATCH_COMMANDS = 64  # commands queued together that go to an agent as one CommandBatch
-_NOTHING = object()
 
 
 @dataclass(eq=False)
@@ -42,7 +42,7 @@ class Session:
     catalog: Catalog | None = None   # the board's catalog as of this session's hello (a new hello, a new session)
     batches: bool = False   # its agent reads CommandBatch (its hello said so): commands queued together go as one
     command_batches: int = 0   # CommandBatch messages sent (tests and logs)
-    _carry: object = _NOTHING  # a message taken from the outbox behind a batch, sent next
+    _carry: object = NOTHING  # a message taken from the outbox behind a batch, sent next
 
     def send(self, msg: agent_pb2.ControllerMessage) -> None:
         """Queue a message to the agent (dropped once the session is closed).
@@ -67,18 +67,14 @@ class Session:
         """The next message to send (None: the stream ends). Commands queued together go as one CommandBatch to
         an agent that reads them, in the order they were queued."""
         carried = self._carry
-        self._carry = _NOTHING
-        msg = await self.outbox.get() if carried is _NOTHING else carried
+        self._carry = NOTHING
+        msg = await self.outbox.get() if carried is NOTHING else carried
         assert msg is None or isinstance(msg, agent_pb2.ControllerMessage)
         if msg is None or not self.batches or self.outbox.empty() or msg.WhichOneof("kind") != "command":
             return msg
-        commands = [msg.command]
-        while not self.outbox.empty() and len(commands) < MAX_BATCH_COMMANDS:
-            nxt = self.outbox.get_nowait()
-            if nxt is None or nxt.WhichOneof("kind") != "command":
-                self._carry = nxt   # sent next, after the batch
-                break
-            commands.append(nxt.command)
+        more, self._carry = take_queued(self.outbox, lambda m: m is not None and m.WhichOneof("kind") == "command",
+                                        MAX_BATCH_COMMANDS - 1)   # a message taken after them is sent next
+        commands = [msg.command] + [m.command for m in more if m is not None]
         if len(commands) == 1:
             return msg
         self.command_batches += 1
