@@ -80,7 +80,7 @@ def start_load(address: str, n: int, procs: int, kind: str = "agents", cpus: set
     for i in range(procs):
         if n - i * per <= 0:
             break
-        # stderr: each distinct reason a session failed, once per process (printed at the end), and asyncio's
+        # stderr: why sessions failed, how many for each reason (printed at the end), and asyncio's
         # complaints about the sessions the controller dropped
         err = tempfile.TemporaryFile("w+")
         rate = [str(connect_rate)] if connect_rate and kind == "agents" else []
@@ -94,7 +94,7 @@ def start_load(address: str, n: int, procs: int, kind: str = "agents", cpus: set
 
 
 def stop_all(procs: list[subprocess.Popen[str]]) -> list[str]:
-    """Stop the load processes; the distinct reasons their sessions failed."""
+    """Stop the load processes; why their sessions failed, each reason with how many, most first."""
     for p in procs:
         if p.stdin:
             p.stdin.close()
@@ -104,14 +104,17 @@ def stop_all(procs: list[subprocess.Popen[str]]) -> list[str]:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-    reasons: set[str] = set()
+    reasons: dict[str, int] = {}
     for p in procs:
         err = ERRORS.pop(p.pid, None)
         if err is not None:
             err.seek(0)
-            reasons |= {line.split("session failed: ", 1)[1].strip() for line in err if "session failed: " in line}
+            for line in err:
+                if "session failed: " in line:
+                    k, _, why = line.split("session failed: ", 1)[1].strip().partition(" ")
+                    reasons[why] = reasons.get(why, 0) + int(k)
             err.close()
-    return sorted(reasons)
+    return [f"{k} {why}" for why, k in sorted(reasons.items(), key=lambda kv: -kv[1])]
 
 
 def wait_welcomed(loads: list[subprocess.Popen[str]], n: int, timeout_s: float = 600,

@@ -81,7 +81,7 @@ class Messages:
 
 TICK_S = 0.02                 # the ticker's period: agents are spread over 50 phases of each second
 SLOTS = int(round(1.0 / TICK_S))
-reasons: set[str] = set()
+reasons: dict[str, int] = {}   # why sessions failed ("CODE: details, before/after the welcome"): how many
 
 
 class Ticker:
@@ -118,8 +118,9 @@ async def _agent(target: str, device_id: str, msgs: Messages, phase_s: float, st
     rng = random.Random(device_id)
     while not stop.is_set():
         told = None
+        at = ["before the welcome"]
         try:
-            await _session(target, device_id, msgs, phase_s, stop, counts, welcomed, ticker)
+            await _session(target, device_id, msgs, phase_s, stop, counts, welcomed, ticker, at)
             attempt = 0
         except grpc.aio.AioRpcError as e:
             told = retry_after_s(e) if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED else None
@@ -128,10 +129,8 @@ async def _agent(target: str, device_id: str, msgs: Messages, phase_s: float, st
             else:
                 attempt += 1
                 counts["failed"] += 1
-                why = f"{e.code().name}: {e.details()}"
-                if why not in reasons:   # each distinct reason once, on stderr
-                    reasons.add(why)
-                    print(f"{device_id}: session failed: {why}", file=sys.stderr, flush=True)
+                why = f"{e.code().name}: {e.details()}, {at[0]}"
+                reasons[why] = reasons.get(why, 0) + 1
         if not stop.is_set():
             if told is not None:
                 delay = admission_delay_s(told, rng)
@@ -145,7 +144,7 @@ async def _agent(target: str, device_id: str, msgs: Messages, phase_s: float, st
 
 
 async def _session(target: str, device_id: str, msgs: Messages, phase_s: float, stop: asyncio.Event,
-                   counts: dict[str, int], welcomed: set[str], ticker: Ticker) -> None:
+                   counts: dict[str, int], welcomed: set[str], ticker: Ticker, at: list[str]) -> None:
     outq: asyncio.Queue[bytes | None] = asyncio.Queue()
 
     async def out() -> Any:
@@ -165,6 +164,7 @@ async def _session(target: str, device_id: str, msgs: Messages, phase_s: float, 
         if first is grpc.aio.EOF or first.WhichOneof("kind") != "welcome":  # type: ignore[attr-defined]
             return
         welcomed.add(device_id)
+        at[0] = "after the welcome"
         w = first.welcome
         beat_in_batch = w.folded_heartbeats and w.columns
         slot = ticker.add(phase_s, outq, (msgs.folded_bytes,) if beat_in_batch else (msgs.batch_v1, msgs.heartbeat))
@@ -218,6 +218,8 @@ def run_agents(target: str, first: int, n: int, connect_rate: float = CONNECT_RA
         await done.wait()
         stop.set()
         await asyncio.wait(tasks, timeout=10)
+        for why, k in sorted(reasons.items()):   # on stderr, read back by bench/fleet.py
+            print(f"session failed: {k} {why}", file=sys.stderr, flush=True)
 
     asyncio.run(main())
 

@@ -1,19 +1,28 @@
 """Admission control on agents' hellos: a bounded number handled at once, the rest turned away before their hello is
-read with a time to dial again that grows with the crowd, and agents that honour it (with jitter on top, never
+looked at with a time to dial again that grows with the crowd, and agents that honour it (with jitter on top, never
 sooner) and come online once there is room."""
 
 from __future__ import annotations
 
+import asyncio
 import random
+import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
+import grpc
 import pytest
 
 from jetfleet.controller.admission import HelloAdmission
 from jetfleet.shared.backoff import admission_delay_s
 from jetfleet.shared.errors import InvalidArgument, ResourceExhausted
+from jetfleet.shared.grpc_errors import error_field, retry_after_s
+from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc
 
 from .harness import FAST_CONTROLLER, LabThread
+from .hostile import hello
+from .waiting import wait_until
 
 
 class Clock:
@@ -80,5 +89,70 @@ def test_agents_turned_away_honour_the_wait_and_come_online_once_there_is_room(t
             assert not [n for n in a.link.notices if n.code == "RESOURCE_EXHAUSTED"]   # not an error of theirs
         # a place is given back once the welcome is sent, which may be just after the board shows online
         lab.wait(lambda: lab.do(lambda: sessions.admission.in_flight) == 0, 30, "every place given back")
+    finally:
+        lab.close()
+
+
+def _raw_session(target: str, first: agent_pb2.AgentMessage | None, before_hello: Callable[[], None] = lambda: None,
+                 timeout_s: float = 20.0) -> grpc.aio.AioRpcError | str:
+    """One agent session by hand: ``before_hello`` runs on the client's event loop just before ``first`` is written
+    (blocking it, as a busy agent's loop is), then the controller's first message is read. ``first=None``: nothing
+    is written. Returns the call's error, or the kind of the first message."""
+    async def out() -> Any:
+        before_hello()
+        if first is not None:
+            yield first
+        await asyncio.Event().wait()      # the session stays open from the agent's side
+
+    async def run() -> grpc.aio.AioRpcError | str:
+        async with grpc.aio.insecure_channel(target) as channel:
+            call = agent_pb2_grpc.AgentLinkStub(channel).Session(out())
+            try:
+                got = await asyncio.wait_for(call.read(), timeout_s)
+            except grpc.aio.AioRpcError as e:
+                return e
+            finally:
+                call.cancel()
+            return "EOF" if got is grpc.aio.EOF else got.WhichOneof("kind")
+
+    return asyncio.run(run())
+
+
+def test_an_agent_busy_as_it_is_turned_away_is_told_resource_exhausted_and_the_wait_not_internal(tmp_path):
+    # The agent's loop is held from the moment the controller counts the refusal until a little after, then the hello
+    # is written: refused before its hello arrived, the refusal crossed the write and gRPC's client library reported
+    # INTERNAL ("Internal error from Core"), without the wait (every time, here). Refused once it arrived: the status.
+    lab = LabThread(str(tmp_path / "data"), [], config=replace(FAST_CONTROLLER, max_hellos_in_flight=1)).start()
+    try:
+        sessions = lab.lab.controller.sessions
+        lab.do(sessions.admit)          # the one place is taken
+        for k in range(1, 4):
+            def busy(k: int = k) -> None:
+                wait_until(lambda: lab.do(lambda: sessions.admission.refused) >= k, 10, "the refusal counted")
+                time.sleep(0.3)         # the agent's loop held (a busy agent): the refusal has time to arrive
+            e = _raw_session(lab.address, hello(f"raw/{k}"), busy)
+            assert isinstance(e, grpc.aio.AioRpcError), e
+            assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, (e.code(), e.details(), e.debug_error_string())
+            assert 1.0 <= (retry_after_s(e) or 0.0) <= 60.0 and error_field(e) == "hello"
+    finally:
+        lab.close()
+
+
+def test_a_session_without_a_hello_is_closed_after_the_hello_timeout_and_holds_no_place(tmp_path):
+    config = replace(FAST_CONTROLLER, max_hellos_in_flight=1, hello_timeout_s=0.5)
+    lab = LabThread(str(tmp_path / "data"), [], config=config).start()
+    try:
+        sessions = lab.lab.controller.sessions
+        e = _raw_session(lab.address, None)          # admitted, silent: closed, its place given back
+        assert isinstance(e, grpc.aio.AioRpcError), e
+        assert e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and error_field(e) == "hello"
+        assert "no hello within 0.5 s" in (e.details() or "")
+        lab.wait(lambda: lab.do(lambda: sessions.admission.in_flight) == 0, 10, "the place given back")
+        lab.do(sessions.admit)                       # the place taken: a silent session turned away is still ended
+        e = _raw_session(lab.address, None)
+        assert isinstance(e, grpc.aio.AioRpcError) and e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e
+        lab.do(lambda: sessions.admitted(welcomed=False))
+        agent = lab.do(lambda: lab.lab.add_agent("orin-nano", seed=1))    # an agent that speaks is admitted
+        lab.wait(lambda: lab.online(agent.device_id), 20, "the agent online")
     finally:
         lab.close()

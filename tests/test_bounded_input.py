@@ -2,6 +2,7 @@
 changes nothing. Each case was a defect on an earlier main; each test fails there."""
 
 import asyncio
+import collections
 import os
 import random
 import re
@@ -27,7 +28,7 @@ from jetfleet.controller.registry import MAX_QUEUED_NOTICES, Session
 from jetfleet.shared.catalog import MAX_CATALOG_MODES, Catalog, catalog_from_knobs, get_catalog
 from jetfleet.shared.convert import mode_to_pb
 from jetfleet.shared.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
-from jetfleet.shared.proto import agent_pb2, common_pb2, operator_pb2, operator_pb2_grpc
+from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2, operator_pb2, operator_pb2_grpc
 from jetfleet.twin.board import EmulatedBoard
 
 from . import procs
@@ -269,6 +270,61 @@ def test_a_session_queued_behind_a_busy_controller_waits_up_to_the_queued_call_t
             assert got == ["welcome"] * 3, got
         else:   # (one or both of the others: a dial slower than the held loop would be taken in time)
             assert "CANCELLED" in got and set(got) <= {"CANCELLED", "welcome"}, got
+    finally:
+        lab.close()
+
+
+def test_a_storm_of_sessions_queued_behind_a_busy_controller_is_answered_by_it_not_dropped_by_grpc(tmp_path):
+    # gRPC's server drops calls waiting for the event loop beyond a backlog (at random from 1,000 queued, all from
+    # 3,000, by default: CANCELLED, or INTERNAL to an agent whose hello crossed the drop): most of the failures of
+    # 5,000 agents dialling at once, and each one dials again. The controller sizes that backlog by its connection
+    # limit, so 1,500 sessions queued while its loop is busy reach it and are each answered by the controller (here
+    # their first message is not a hello: refused by name, or turned away by admission control once it arrived).
+    n, per_channel = 1500, 30
+    lab = LabThread(str(tmp_path / "data"), [], config=PATIENT).start()
+    try:
+        busy, issued = threading.Event(), threading.Event()
+
+        def keep_the_loop_busy() -> None:   # a saturated controller: its loop runs something else meanwhile
+            busy.set()
+            issued.wait(60)                 # every session's first message written (or its call ended)
+            until = time.monotonic() + 0.5  # and a moment for gRPC's server to queue the last ones
+            while time.monotonic() < until:
+                sum(range(10_000))
+
+        lab.loop.call_soon_threadsafe(keep_the_loop_busy)
+        assert busy.wait(10)
+        first = agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat(t_s=1.0))
+
+        async def storm() -> list[str]:
+            channels = [grpc.aio.insecure_channel(lab.address) for _ in range(n // per_channel)]
+            written = [0]
+
+            async def dial(channel: grpc.aio.Channel) -> str:
+                call = agent_pb2_grpc.AgentLinkStub(channel).Session()
+                try:
+                    try:
+                        await call.write(first)
+                    finally:                # written, or the call already ended
+                        written[0] += 1
+                        if written[0] == n:
+                            issued.set()
+                    got = await asyncio.wait_for(call.read(), 60)
+                    return "EOF" if got is grpc.aio.EOF else got.WhichOneof("kind")
+                except grpc.aio.AioRpcError as e:
+                    return e.code().name
+                finally:
+                    call.cancel()
+
+            try:
+                return await asyncio.gather(*(dial(channels[i % len(channels)]) for i in range(n)))
+            finally:
+                issued.set()
+                for channel in channels:
+                    await channel.close()
+
+        got = collections.Counter(asyncio.run(storm()))
+        assert set(got) <= {"INVALID_ARGUMENT", "RESOURCE_EXHAUSTED"} and got["INVALID_ARGUMENT"] >= 64, got
     finally:
         lab.close()
 

@@ -83,12 +83,15 @@ def controller_group() -> None:
 @click.option("--max-hellos", "max_hellos_in_flight", default=64, show_default=True, type=click.IntRange(1, 100_000),
               help="agents' hellos handled at once; the agents beyond are told when to dial again (a fleet coming up "
                    "or re-dialling a restarted controller arrives spread out instead of all at once)")
+@click.option("--hello-timeout", "hello_timeout_s", default=30.0, show_default=True, type=click.FloatRange(0.1, 3600),
+              help="seconds an agent's session may take to send its hello; a session silent longer is closed "
+                   "(DEADLINE_EXCEEDED) and gives its admission place back")
 @handle_errors
 def controller_serve(listen: str, store: str, store_prefix: str, lease_ttl_s: float, metrics_port: int | None,
                      metrics_address: str, metrics_tls_cert: str,
                      metrics_tls_key: str, metrics_auth_file: str, tls_cert: str, tls_key: str, tls_ca: str,
                      insecure: bool, max_connections: int, handshake_timeout_s: float, queued_call_s: float,
-                     max_hellos_in_flight: int) -> None:
+                     max_hellos_in_flight: int, hello_timeout_s: float) -> None:
     """Run the controller until SIGTERM or Ctrl-C (Python 3.11 or newer).
 
     On Redis, controllers sharing a --store-prefix elect one leader; the others stand by (refusing calls, naming the
@@ -109,7 +112,7 @@ def controller_serve(listen: str, store: str, store_prefix: str, lease_ttl_s: fl
                               metrics_auth_file=metrics_auth_file, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
                               insecure=insecure, max_connections=max_connections,
                               handshake_timeout_s=handshake_timeout_s, queued_call_s=queued_call_s,
-                              max_hellos_in_flight=max_hellos_in_flight)
+                              max_hellos_in_flight=max_hellos_in_flight, hello_timeout_s=hello_timeout_s)
     raise_fd_limit()
     lost = [False]
 

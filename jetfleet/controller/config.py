@@ -30,6 +30,7 @@ class ControllerConfig:
     max_connections: int = 4096              # open TCP connections at once (also bounded by the descriptor limit)
     handshake_timeout_s: float = 10.0        # a connection that has not completed its handshake is closed
     max_hellos_in_flight: int = 64           # agents' hellos handled at once; more are told when to dial again
+    hello_timeout_s: float = 30.0            # a session's hello must arrive this soon after it starts
     # A call gRPC has queued this long without the controller's event loop taking it is cancelled (gRPC's
     # grpc.server_max_unrequested_time_in_server, 30 s by default): the loop takes one new call at a time, so a
     # fleet dialling a busy controller waits in that queue, and past the limit its sessions fail and re-dial.

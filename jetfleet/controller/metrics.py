@@ -35,7 +35,7 @@ class ControllerMetrics:
                                 "and error code", ["kind", "code"], registry=r)
         self.notices_dropped = Counter("jetfleet_agent_notices_dropped_total", "Refusal notices not queued to an "
                                        "agent that does not read its stream", registry=r)
-        self.hellos_refused = Counter("jetfleet_agent_hellos_refused_total", "Agent sessions turned away before their "
+        self.hellos_refused = Counter("jetfleet_agent_hellos_refused_total", "Agent sessions turned away at their "
                                       "hello (every admission place taken); each was told when to dial again",
                                       registry=r)
         self.store_retries = Counter("jetfleet_store_retries_total", "Store writes retried while the store was "

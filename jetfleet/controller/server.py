@@ -221,7 +221,8 @@ class Controller:
         return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
 
     def grpc_options(self) -> list[tuple[str, int]]:
-        """gRPC server options: message limits, keepalive, an exclusive port, and bounded connections."""
+        """gRPC server options: message limits, keepalive, an exclusive port, bounded connections and the calls
+        queued for the event loop."""
         c = self.config
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         limit = c.max_connections if soft == resource.RLIM_INFINITY else min(c.max_connections, soft - RESERVED_FDS)
@@ -233,6 +234,11 @@ class Controller:
                 ("grpc.max_allowed_incoming_connections", max(16, limit)),
                 ("grpc.server_handshake_timeout_ms", int(c.handshake_timeout_s * 1000)),
                 ("grpc.server_max_unrequested_time_in_server", max(1, int(c.queued_call_s))),
+                # gRPC drops calls waiting for the event loop to take them beyond a backlog (at random from 1,000,
+                # all from 3,000, by default: CANCELLED to the client): a fleet dialling at once would be dropped
+                # before admission control sees it, and dial again. One session per agent connection: room for all.
+                ("grpc.server.max_pending_requests", max(1000, c.max_connections)),
+                ("grpc.server.max_pending_requests_hard_limit", 2 * max(1000, c.max_connections)),
                 ("grpc.max_connection_idle_ms", int(c.idle_connection_s * 1000))]
 
     @property

@@ -10,7 +10,7 @@ import grpc
 
 from jetfleet.controller.service import OperatorService
 from jetfleet.controller.sessions import AgentSessions
-from jetfleet.shared.errors import JetfleetError, PermissionDenied, ResourceExhausted
+from jetfleet.shared.errors import DeadlineExceeded, JetfleetError, PermissionDenied, ResourceExhausted
 from jetfleet.shared.grpc_errors import abort, rpc, rpc_stream
 from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc, common_pb2, operator_pb2, operator_pb2_grpc
 from jetfleet.shared.tls import peer_identity, require
@@ -39,16 +39,16 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
                       context: grpc.aio.ServicerContext) -> AsyncIterator[agent_pb2.ControllerMessage]:
         """Serve an agent: admit its hello (or say when to dial again), check its certificate and hello, read its
         messages, and stream commands down to it."""
+        it = request_iterator.__aiter__()
         try:
             self.sessions.admit()
         except ResourceExhausted as e:
-            await abort(context, e)
+            await self._refuse(it, context, e)
             return
         held = True
         try:
-            it = request_iterator.__aiter__()
             try:
-                first = await it.__anext__()
+                first = await self._hello(it)
                 require(peer_identity_of(context, self.tls), "agent", first.hello.board.device_id)
                 session = await self.sessions.open(first, context.peer())
             except StopAsyncIteration:
@@ -88,6 +88,30 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
         finally:
             if held:
                 self.sessions.admitted(welcomed=False)
+
+
+    async def _hello(self, it: AsyncIterator[agent_pb2.AgentMessage]) -> agent_pb2.AgentMessage:
+        """The session's first message, within the controller's ``hello_timeout_s`` of its start: an admitted session
+        that sends nothing would otherwise hold its admission place for as long as its connection lives
+        (StopAsyncIteration when the agent closes its side first)."""
+        wait_s = self.sessions.registry.config.hello_timeout_s
+        try:
+            return await asyncio.wait_for(it.__anext__(), wait_s)
+        except asyncio.TimeoutError:
+            raise DeadlineExceeded(f"no hello within {wait_s:g} s of the session's start (the controller's "
+                                   "--hello-timeout)", field="hello") from None
+
+    async def _refuse(self, it: AsyncIterator[agent_pb2.AgentMessage], context: grpc.aio.ServicerContext,
+                      e: ResourceExhausted) -> None:
+        """Turn a session away once its hello has arrived (or the hello timeout passed without one), not before: an
+        agent whose write of the hello crosses the refusal is told INTERNAL ("Internal error from Core") by its gRPC
+        library, without the status or the wait before dialling again, and backs off as after a failure. The hello
+        is not looked at (a few hundred bytes, parsed by gRPC as any message)."""
+        try:
+            await self._hello(it)
+        except (StopAsyncIteration, DeadlineExceeded):
+            pass
+        await abort(context, e)
 
 
 class OperatorServicer(operator_pb2_grpc.OperatorServicer):

@@ -38,7 +38,7 @@ class AgentSessions:
 
     def admit(self) -> None:
         """A session starts: take an admission place for its hello (``admission.py``), or ResourceExhausted saying
-        when to dial again (before the hello is read). ``admitted`` gives the place back."""
+        when to dial again (before the hello is looked at). ``admitted`` gives the place back."""
         try:
             self.admission.enter()
         except ResourceExhausted:
