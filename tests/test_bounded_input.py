@@ -87,6 +87,25 @@ def test_a_hello_whose_template_rules_do_not_read_is_refused_and_nothing_is_kept
         assert c.list_devices() == []
 
 
+def test_an_empty_result_batch_is_refused_by_name_and_the_session_goes_on(lab):
+    async def scenario():
+        a = RawAgent(lab.address)
+        await a.open(hello("raw-empty"))
+        a.send(agent_pb2.AgentMessage(results=agent_pb2.ResultBatch()))
+        notice = (await a.read()).notice.error
+        a.send(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat(t_s=2.0)))   # still heard: no notice for it
+        a.send(agent_pb2.AgentMessage(results=agent_pb2.ResultBatch()))
+        again = (await a.read()).notice.error
+        await a.close()
+        return notice, again
+
+    notice, again = lab.call(scenario())
+    assert notice.code == "INVALID_ARGUMENT" and notice.field == "results" and "no results" in notice.message
+    assert again.field == "results"
+    assert lab.lab.controller.metrics.registry.get_sample_value(
+        "jetfleet_agent_messages_rejected_total", {"kind": "results", "code": "INVALID_ARGUMENT"}) == 2
+
+
 def test_a_huge_temperature_key_is_refused_and_nothing_is_kept(lab):
     cat = get_catalog("tx2")
 

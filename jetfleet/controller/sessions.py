@@ -82,7 +82,11 @@ class AgentSessions:
         if self.handle_now(session, msg):
             return
         self.registry.touch(session)
-        for result in ([msg.result] if msg.WhichOneof("kind") == "result" else msg.results.results):
+        results = [msg.result] if msg.WhichOneof("kind") == "result" else msg.results.results
+        if not results:
+            self._refused(session, "results", InvalidArgument("a result batch with no results", field="results"))
+            return
+        for result in results:
             try:
                 await self.router.on_result(session, result)
             except JetfleetError as e:
