@@ -8,6 +8,7 @@ import io
 import logging
 import math
 import threading
+import time
 from collections import Counter
 from dataclasses import replace
 
@@ -359,6 +360,46 @@ def test_a_mode_that_crashes_its_agent_every_time_ends_failed(tmp_path):
         state = next(s for s in lab.do(lambda: lab.lab.controller.store.campaign_modes(camp.campaign_id))
                      if s.mode == str(poison))
         assert state.status == "failed" and state.attempts == 5 and "went offline" in state.error
+        # 15W was sent with it (two modes on the board), waiting behind it each time the agent died: never charged
+        other = next(s for s in lab.do(lambda: lab.lab.controller.store.campaign_modes(camp.campaign_id))
+                     if s.mode != str(poison))
+        assert other.status == "done" and other.attempts == 0, other
+    finally:
+        lab.close()
+
+
+class StallingBoard(EmulatedBoard):
+    """A board that stalls in one mode for longer than the controller waits for a profile, then carries on."""
+
+    stall = None
+    stall_s = 0.0
+
+    def run_minibatches(self, workload, n, **kw):
+        if self.read_mode() == self.stall:
+            time.sleep(self.stall_s)   # the fault: the board's thread stuck (a driver hiccup)
+        return super().run_minibatches(workload, n, **kw)
+
+
+def test_a_stalled_mode_is_charged_and_the_mode_waiting_behind_it_is_not(tmp_path):
+    lab = LabThread(str(tmp_path / "data"), []).start()
+    stall = get_catalog("orin-nano").parse_mode("7W")
+    try:
+        agent = lab.do(lambda: lab.lab.add_agent("orin-nano"))
+        board = StallingBoard("orin-nano", 0)
+        board.stall, board.stall_s = stall, 1.5
+        lab.call(agent.stop())
+        agent.board = board
+        lab.do(agent.start)
+        lab.call(lab.lab.wait_online(1))
+        lab.do(lambda: setattr(lab.lab.controller.campaigns, "profile_timeout_s", 0.5))
+        with OperatorClient(lab.address) as c:
+            camp = c.create_campaign(workload="lstm", device_id="orin-nano-0", mode_list=["7W", "15W"], modes="file:m",
+                                     minibatches=5)
+            done = wait_campaign(c, camp.campaign_id, 60)
+        states = {s.mode: s for s in lab.do(lambda: lab.lab.controller.store.campaign_modes(camp.campaign_id))}
+        stalled, behind = states.pop(str(stall)), next(iter(states.values()))
+        assert (done.done, done.failed) == (2, 0) and done.retries >= 2, done
+        assert stalled.attempts >= 1 and behind.attempts == 0, (stalled, behind)
     finally:
         lab.close()
 
