@@ -215,11 +215,13 @@ def run_agents(target: str, first: int, n: int, connect_rate: float = CONNECT_RA
             loop.call_soon_threadsafe(done.set)
 
         threading.Thread(target=lines, daemon=True).start()
-        await done.wait()
-        stop.set()
-        await asyncio.wait(tasks, timeout=10)
-        for why, k in sorted(reasons.items()):   # on stderr, read back by bench/fleet.py
-            print(f"session failed: {k} {why}", file=sys.stderr, flush=True)
+        try:
+            await done.wait()
+            stop.set()
+            await asyncio.wait(tasks, timeout=10)
+        finally:
+            for why, k in sorted(reasons.items()):   # on stderr, read back by bench/fleet.py
+                print(f"session failed: {k} {why}", file=sys.stderr, flush=True)
 
     asyncio.run(main())
 

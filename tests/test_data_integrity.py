@@ -8,7 +8,6 @@ import io
 import logging
 import math
 import threading
-import time
 from collections import Counter
 from dataclasses import replace
 
@@ -18,6 +17,7 @@ from jetfleet.agent.executor import CommandExecutor
 from jetfleet.agent.profiler import MIN_WINDOW_SAMPLES, ProfileRequest, profile
 from jetfleet.client import OperatorClient
 from jetfleet.controller import profiles_csv
+from jetfleet.controller.campaigns.manager import MAX_TRANSIENT_ATTEMPTS
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.server import Controller
 from jetfleet.controller.store import CampaignRecord, ModeState, ProfileRecord, open_store
@@ -369,39 +369,75 @@ def test_a_mode_that_crashes_its_agent_every_time_ends_failed(tmp_path):
 
 
 class StallingBoard(EmulatedBoard):
-    """A board that stalls in one mode for longer than the controller waits for a profile, then carries on."""
+    """A board whose thread gets stuck in one mode (a driver hiccup) until ``freed`` is set (at most ``stall_s``)."""
 
     stall = None
     stall_s = 0.0
+    freed = threading.Event()
 
     def run_minibatches(self, workload, n, **kw):
         if self.read_mode() == self.stall:
-            time.sleep(self.stall_s)   # the fault: the board's thread stuck (a driver hiccup)
+            self.freed.wait(self.stall_s)   # the fault: stuck, then it carries on
         return super().run_minibatches(workload, n, **kw)
 
 
-def test_a_stalled_mode_is_charged_and_the_mode_waiting_behind_it_is_not(tmp_path):
+def _stalling_campaign(tmp_path, timeout_s: float, free_after_retries: int | None):
+    """A campaign of 7W then 15W on a board stuck in 7W until the campaign has sent modes again
+    ``free_after_retries`` times (None: for good), the controller waiting ``timeout_s`` for a profile: the campaign
+    when it ended and its modes' states (7W's, 15W's)."""
     lab = LabThread(str(tmp_path / "data"), []).start()
     stall = get_catalog("orin-nano").parse_mode("7W")
+    board = StallingBoard("orin-nano", 0)
+    board.stall, board.stall_s, board.freed = stall, 120.0, threading.Event()
+    freer = None
     try:
         agent = lab.do(lambda: lab.lab.add_agent("orin-nano"))
-        board = StallingBoard("orin-nano", 0)
-        board.stall, board.stall_s = stall, 1.5
         lab.call(agent.stop())
         agent.board = board
         lab.do(agent.start)
         lab.call(lab.lab.wait_online(1))
-        lab.do(lambda: setattr(lab.lab.controller.campaigns, "profile_timeout_s", 0.5))
+        lab.do(lambda: setattr(lab.lab.controller.campaigns, "profile_timeout_s", timeout_s))
         with OperatorClient(lab.address) as c:
             camp = c.create_campaign(workload="lstm", device_id="orin-nano-0", mode_list=["7W", "15W"], modes="file:m",
                                      minibatches=5)
+            if free_after_retries is not None:
+                run = lab.lab.controller.campaigns.runs[camp.campaign_id]
+
+                def free() -> None:   # the board carries on once the controller gave up waiting that often
+                    wait_until(lambda: lab.do(lambda: run.retries) >= free_after_retries, 30, "modes sent again")
+                    board.freed.set()
+
+                freer = threading.Thread(target=free, daemon=True)
+                freer.start()
             done = wait_campaign(c, camp.campaign_id, 60)
         states = {s.mode: s for s in lab.do(lambda: lab.lab.controller.store.campaign_modes(camp.campaign_id))}
-        stalled, behind = states.pop(str(stall)), next(iter(states.values()))
-        assert (done.done, done.failed) == (2, 0) and done.retries >= 2, done
-        assert stalled.attempts >= 1 and behind.attempts == 0, (stalled, behind)
+        stalled = states.pop(str(stall))
+        return done, stalled, next(iter(states.values()))
     finally:
+        board.freed.set()
+        if freer is not None:
+            freer.join(35)
         lab.close()
+
+
+def test_a_stalled_mode_is_charged_and_the_mode_waiting_behind_it_is_not(tmp_path):
+    # both time out once (7W stuck, 15W behind it); then the board carries on, well within the next timeout
+    done, stalled, behind = _stalling_campaign(tmp_path, timeout_s=1.5, free_after_retries=2)
+    assert (done.done, done.failed) == (2, 0), done
+    # 7W charged for each time it did not come back in time; 15W, sent after it, waited and was sent again uncharged
+    assert stalled.attempts >= 1 and behind.attempts == 0, (stalled, behind)
+    assert done.retries > stalled.attempts, done
+
+
+def test_a_board_stuck_for_good_still_ends_its_campaign(tmp_path):
+    # 7W never comes back: it fails after MAX_TRANSIENT_ATTEMPTS; 15W, stuck behind it, is sent again uncharged
+    # MAX_UNCHARGED times, then charged: the campaign ends (it does not wait behind 7W for ever)
+    done, stalled, behind = _stalling_campaign(tmp_path, timeout_s=0.2, free_after_retries=None)
+    assert (done.done, done.failed) == (0, 2), done
+    assert stalled.attempts == MAX_TRANSIENT_ATTEMPTS == behind.attempts, (stalled, behind)
+    # charged for not answering in time (without the bound, its resends pile up on the agent until it refuses them)
+    assert "DEADLINE_EXCEEDED" in behind.error, behind
+    assert done.retries > MAX_TRANSIENT_ATTEMPTS * 2, done     # (MAX_UNCHARGED more, where nothing else happened)
 
 
 def test_stopping_the_controller_cancels_every_dispatch(tmp_path):

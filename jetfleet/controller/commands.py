@@ -66,6 +66,10 @@ class BoardOffline(Unavailable):
     board that answers with UNAVAILABLE raises a plain Unavailable)."""
 
 
+class BoardUnreached(BoardOffline):
+    """The board was offline when the command was to be sent: it never reached the board."""
+
+
 class BoardSilent(DeadlineExceeded):
     """The board did not answer a command within the router's timeout (the command stays pending there): the
     router's own error, never a board's result (a board that answers DEADLINE_EXCEEDED raises a plain one)."""
@@ -155,7 +159,7 @@ class CommandRouter:
     async def _send(self, live: LiveDevice, device_id: str, cid: str, kind: str, command: agent_pb2.Command,
                     timeout_s: float | None, *, logged: bool) -> agent_pb2.CommandResult:
         if not live.online or live.session is None:
-            raise BoardOffline(f"device {device_id!r} is offline", field="device_id")
+            raise BoardUnreached(f"device {device_id!r} is offline", field="device_id")
         fut: asyncio.Future[agent_pb2.CommandResult] = asyncio.get_running_loop().create_future()
         session = live.session
         session.send(agent_pb2.ControllerMessage(command=command))  # ResourceExhausted if it does not read

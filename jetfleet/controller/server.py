@@ -153,7 +153,8 @@ class Controller:
         await self.registry.load()
         log.info("store %s: %s", self.store.url, self.store.durability())
         self._server = grpc.aio.server(options=self.grpc_options(), interceptors=[StandbyGate(self.role)])
-        agent_pb2_grpc.add_AgentLinkServicer_to_server(AgentLinkServicer(self.sessions, tls=self.tls), self._server)
+        agents = AgentLinkServicer(self.sessions, tls=self.tls, hello_timeout_s=self.config.hello_timeout_s)
+        agent_pb2_grpc.add_AgentLinkServicer_to_server(agents, self._server)
         operator_pb2_grpc.add_OperatorServicer_to_server(OperatorServicer(self.service, tls=self.tls), self._server)
         health = self._health = HealthAndReflection(self._server)
         address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"

@@ -31,9 +31,10 @@ def peer_identity_of(context: grpc.aio.ServicerContext, tls: bool) -> tuple[str,
 class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
     """The agents' gRPC service: one bidirectional session per connected agent."""
 
-    def __init__(self, sessions: AgentSessions, *, tls: bool = False) -> None:
+    def __init__(self, sessions: AgentSessions, *, tls: bool = False, hello_timeout_s: float = 30.0) -> None:
         self.sessions = sessions
         self.tls = tls
+        self.hello_timeout_s = hello_timeout_s
 
     async def Session(self, request_iterator: AsyncIterator[agent_pb2.AgentMessage],  # noqa: N802
                       context: grpc.aio.ServicerContext) -> AsyncIterator[agent_pb2.ControllerMessage]:
@@ -93,8 +94,9 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
     async def _hello(self, it: AsyncIterator[agent_pb2.AgentMessage]) -> agent_pb2.AgentMessage:
         """The session's first message, within the controller's ``hello_timeout_s`` of its start: an admitted session
         that sends nothing would otherwise hold its admission place for as long as its connection lives
-        (StopAsyncIteration when the agent closes its side first)."""
-        wait_s = self.sessions.registry.config.hello_timeout_s
+        (StopAsyncIteration when the agent closes its side first). After a timeout the stream must not be read again
+        (the cancelled read ends gRPC's request iterator): the session is ended at once."""
+        wait_s = self.hello_timeout_s
         try:
             return await asyncio.wait_for(it.__anext__(), wait_s)
         except asyncio.TimeoutError:
@@ -109,8 +111,10 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
         is not looked at (a few hundred bytes, parsed by gRPC as any message)."""
         try:
             await self._hello(it)
-        except (StopAsyncIteration, DeadlineExceeded):
+        except (StopAsyncIteration, DeadlineExceeded, grpc.aio.AioRpcError):
             pass
+        except Exception:  # noqa: BLE001 - a first message gRPC cannot parse: it is turned away all the same
+            log.debug("a session turned away sent a first message that cannot be read", exc_info=True)
         await abort(context, e)
 
 

@@ -42,7 +42,7 @@ from jetfleet.controller.campaigns.results import (
     profile_record,
 )
 from jetfleet.controller.campaigns.run import Run
-from jetfleet.controller.commands import CommandRouter, command_record
+from jetfleet.controller.commands import BoardUnreached, CommandRouter, command_record
 from jetfleet.controller.leases import BoardLeases, Holder
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.registry import LiveDevice, Registry
@@ -69,9 +69,10 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3            # board errors (or impossible results) before a mode is marked failed
 MAX_TRANSIENT_ATTEMPTS = 5  # the board vanished or timed out this often: the mode is marked failed
 # The board vanished (went offline), stalled (no answer in time) or was too busy to take the command: an attempt
-# charged only to the mode that was running, the first one sent there of those not answered (the board runs them in
-# order); the modes waiting behind it are sent again uncharged.
+# charged only to the mode it was running, not to those waiting behind it (board_order.py), which are sent again
+# uncharged up to MAX_UNCHARGED times (then charged: a board stuck for good fails every mode, one after the other).
 TRANSIENT = (Unavailable, DeadlineExceeded, ResourceExhausted)
+MAX_UNCHARGED = 2 * MAX_TRANSIENT_ATTEMPTS
 DEFAULT_PROFILE_TIMEOUT_S = 3600.0
 TICK_S = 0.5                # the driver looks for idle boards at least this often
 PIPELINE_DEPTH = 2          # modes a campaign keeps on one board: the next waits there while the last is stored
@@ -299,6 +300,7 @@ class CampaignManager:
         await self.retry.run(self.store.set_campaign_status, run.rec.campaign_id, "done", finished,
                              what=f"campaign {run.rec.campaign_id} done")
         run.rec.status, run.rec.finished_s = "done", finished
+        run.order.clear()
         log.info("campaign %s done: %d measured, %d failed", run.rec.campaign_id, run.count("done"),
                  run.count("failed"))
         self._update_gauges(run)
@@ -335,17 +337,17 @@ class CampaignManager:
             live = self.registry.get(device)
             cmd = profile_command(run.rec.workload, live.catalog.parse_mode(mode), run.rec.minibatches,
                                   self._command_id(run, mode, device))
-            self._sent(run, device, cmd.command_id, live.instance_id)
+            run.order.sent(device, cmd.command_id, live.instance_id)
             # Unlogged: the result, the mode's state and the command's log entry are stored in one write below.
             try:
                 result = await self.router.send(device, cmd, timeout_s=self.profile_timeout_s,
                                                 command_id=cmd.command_id, logged=False)
             except JetfleetError as e:
                 outcome = e
-                if not isinstance(e, TRANSIENT):   # the board answered, with a failure
-                    self._answered(run, device, cmd.command_id)
+                if isinstance(e, (BoardUnreached, ResourceExhausted)) or not isinstance(e, TRANSIENT):
+                    run.order.dropped(device, cmd.command_id)   # never on the board, or refused or failed there
                 raise
-            self._answered(run, device, cmd.command_id)
+            run.order.finished(device, cmd.command_id)
             answer = result
             # The next mode is on the board already (PIPELINE_DEPTH) or is sent now, while this one is stored.
             self._release(device, run, mode)
@@ -377,7 +379,9 @@ class CampaignManager:
         except TRANSIENT as e:  # the board vanished or stalled
             run.retries += 1
             self.metrics.campaign_modes.labels(run.rec.workload, "retried").inc()
-            if cmd is not None and self._behind(run, device, cmd.command_id):   # sent again, uncharged
+            waited = cmd is not None and run.order.behind(device, cmd.command_id)
+            if waited and run.uncharged.get(mode, 0) < MAX_UNCHARGED:   # sent again, uncharged
+                run.uncharged[mode] = run.uncharged.get(mode, 0) + 1
                 log.info("campaign %s: %s on %s to be sent again (it waited behind a mode that did not come back "
                          "either): %s", run.rec.campaign_id, mode, device, e.message)
             else:
@@ -503,35 +507,6 @@ class CampaignManager:
         if not sent:
             del run.on_board[device]
             self.leases.release(device, self._lease(run))
-
-    @staticmethod
-    def _sent(run: Run, device: str, command_id: str, instance: str) -> None:
-        """``command_id`` goes to ``device``, whose agent process is ``instance``: in the board's order where it is
-        new (a resend keeps its place); what an earlier agent process was sent is gone with it."""
-        q = run.board_q.setdefault(device, {})
-        if any(i != instance for _, i in q.values()):
-            q = run.board_q[device] = {c: v for c, v in q.items() if v[1] == instance}
-        if command_id not in q:
-            run.sent_n += 1
-            q[command_id] = (run.sent_n, instance)
-
-    @staticmethod
-    def _answered(run: Run, device: str, command_id: str) -> None:
-        """The board answered ``command_id`` (a result or a failure): it is done, and so is every command sent there
-        before it (the agent runs them in order)."""
-        q = run.board_q.get(device, {})
-        at = q.get(command_id)
-        if at is not None:
-            for c in [c for c, (n, _) in q.items() if n <= at[0]]:
-                del q[c]
-
-    @staticmethod
-    def _behind(run: Run, device: str, command_id: str) -> bool:
-        """True if a command sent to ``device``'s agent process before ``command_id`` is not known to be finished:
-        ``command_id`` was waiting behind it when the board vanished or stalled."""
-        q = run.board_q.get(device, {})
-        at = q.get(command_id)
-        return at is not None and any(n < at[0] and i == at[1] for n, i in q.values())
 
     def _failed_attempt(self, run: Run, mode: str, device: str, e: JetfleetError, limit: int, *,
                         answered: bool = False) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from jetfleet.controller.campaigns.board_order import BoardOrder
 from jetfleet.controller.store import CampaignRecord, ModeState
 
 
@@ -30,12 +31,8 @@ class Run:
     holds: dict[tuple[int, str], bool] = field(default_factory=dict)  # (catalog id, mode) -> in that catalog
     rounds: dict[str, int] = field(default_factory=dict)   # mode -> failed answers from boards (command id suffix)
     on_board: dict[str, set[str]] = field(default_factory=dict)   # device -> modes sent there and not answered
-    # device -> {command id: (order first sent, agent instance)} of the campaign's commands sent there and not known
-    # to be finished: the agent runs them in the order sent, so one answered means those sent before it are done. A
-    # command whose board vanished or stalled while one sent before it (to the same agent process) was still there
-    # was only waiting behind it.
-    board_q: dict[str, dict[str, tuple[int, str]]] = field(default_factory=dict)
-    sent_n: int = 0
+    order: BoardOrder = field(default_factory=BoardOrder)   # each board's commands in the order it runs them
+    uncharged: dict[str, int] = field(default_factory=dict)  # mode -> times sent again, uncharged (board_order.py)
     answered: dict[str, float] = field(default_factory=dict)      # device -> when it last answered (monotonic s)
     mode_s: dict[str, float] = field(default_factory=dict)        # device -> its seconds a mode, a moving average
     mode_n: dict[str, int] = field(default_factory=dict)          # device -> the modes that average counts

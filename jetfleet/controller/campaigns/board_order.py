@@ -1,0 +1,59 @@
+"""The order in which each board runs a campaign's commands, as far as the controller knows it.
+
+An agent runs the profiles it is sent one after the other, in the order sent. When a board vanishes (its agent
+died, its link was cut) or stalls (no answer in time), the modes sent to it after the one it was running were only
+waiting behind it: charging them an attempt too would fail innocent modes with a poisoned one (up to 32 of them
+on a twin's pipeline). So the controller keeps, per board, the commands sent there that are not known to be
+finished, in the order first sent (a resend of the same command id keeps its place: the agent joins the run it
+has). A result finishes its command and every command sent there before it; a command refused at once, or never
+delivered, leaves only its own place; a new agent process (another instance id in its hello) forgot them all.
+"""
+
+from __future__ import annotations
+
+
+class BoardOrder:
+    """Per board: command id -> (the order it was first sent in, the agent process it was sent to)."""
+
+    def __init__(self) -> None:
+        self._boards: dict[str, dict[str, tuple[int, str]]] = {}
+        self._n = 0
+
+    def sent(self, device: str, command_id: str, instance: str) -> None:
+        """``command_id`` goes to ``device``, whose agent process is ``instance``: last in line where it is new."""
+        q = self._boards.setdefault(device, {})
+        if any(i != instance for _, i in q.values()):   # a new agent process: what the last one was sent is gone
+            q = self._boards[device] = {c: v for c, v in q.items() if v[1] == instance}
+        if command_id not in q:
+            self._n += 1
+            q[command_id] = (self._n, instance)
+
+    def finished(self, device: str, command_id: str) -> None:
+        """The board sent ``command_id``'s result: it and every command sent there before it are done."""
+        q = self._boards.get(device)
+        at = q.get(command_id) if q else None
+        if q is not None and at is not None:
+            for c in [c for c, (n, _) in q.items() if n <= at[0]]:
+                del q[c]
+
+    def dropped(self, device: str, command_id: str) -> None:
+        """``command_id`` never reached the board, or the board refused or failed it: only its own place is freed
+        (a refusal comes at once, while what was sent before it may still run)."""
+        q = self._boards.get(device)
+        if q:
+            q.pop(command_id, None)
+
+    def behind(self, device: str, command_id: str) -> bool:
+        """True when a command sent to the same agent process before ``command_id`` is not known to be finished:
+        ``command_id`` was waiting behind it."""
+        q = self._boards.get(device)
+        at = q.get(command_id) if q else None
+        return q is not None and at is not None and any(n < at[0] and i == at[1] for n, i in q.values())
+
+    def waiting(self, device: str) -> list[str]:
+        """The commands on ``device`` not known to be finished, in the order sent."""
+        return [c for c, _ in sorted(self._boards.get(device, {}).items(), key=lambda kv: kv[1][0])]
+
+    def clear(self) -> None:
+        """Forget every board (the campaign ended)."""
+        self._boards.clear()
