@@ -16,14 +16,17 @@ class BoardOrder:
     """Per board: command id -> (the order it was first sent in, the agent process it was sent to)."""
 
     def __init__(self) -> None:
+        # kept in the order first sent (a dict keeps insertion order), all of one agent process
         self._boards: dict[str, dict[str, tuple[int, str]]] = {}
+        self._instance: dict[str, str] = {}
         self._n = 0
 
     def sent(self, device: str, command_id: str, instance: str) -> None:
         """``command_id`` goes to ``device``, whose agent process is ``instance``: last in line where it is new."""
         q = self._boards.setdefault(device, {})
-        if any(i != instance for _, i in q.values()):   # a new agent process: what the last one was sent is gone
-            q = self._boards[device] = {c: v for c, v in q.items() if v[1] == instance}
+        if self._instance.get(device, instance) != instance:   # a new agent process: the last one's commands are gone
+            q.clear()
+        self._instance[device] = instance
         if command_id not in q:
             self._n += 1
             q[command_id] = (self._n, instance)
@@ -32,9 +35,15 @@ class BoardOrder:
         """The board sent ``command_id``'s result: it and every command sent there before it are done."""
         q = self._boards.get(device)
         at = q.get(command_id) if q else None
-        if q is not None and at is not None:
-            for c in [c for c, (n, _) in q.items() if n <= at[0]]:
-                del q[c]
+        if q is None or at is None:
+            return
+        done = []
+        for c, (n, _) in q.items():   # in the order sent: those up to it
+            if n > at[0]:
+                break
+            done.append(c)
+        for c in done:
+            del q[c]
 
     def dropped(self, device: str, command_id: str) -> None:
         """``command_id`` never reached the board, or the board refused or failed it: only its own place is freed
@@ -57,3 +66,4 @@ class BoardOrder:
     def clear(self) -> None:
         """Forget every board (the campaign ended)."""
         self._boards.clear()
+        self._instance.clear()
