@@ -8,8 +8,7 @@ from jetfleet.controller.campaigns.board_order import BoardOrder
 
 def test_when_the_agent_dies_only_the_first_unfinished_command_was_running():
     o = BoardOrder()
-    for c in ("a", "b", "c"):
-        o.sent("nano-0", c, "agent-1")
+    assert all(o.sent("nano-0", c, "agent-1") for c in ("a", "b", "c"))   # each new: last in line
     o.sent("nano-1", "x", "agent-9")                      # another board: its own line
     # the agent dies: every command fails; only the first was running
     assert [o.behind("nano-0", c) for c in ("a", "b", "c")] == [False, True, True]
@@ -25,8 +24,7 @@ def test_a_result_finishes_what_was_sent_before_it_and_a_resend_keeps_its_place(
     for c in ("a", "b", "c"):
         o.sent("nano-0", c, "agent-1")
     # a stalls: b and c time out behind it; sent again (same ids, same process) they keep their places
-    o.sent("nano-0", "b", "agent-1")
-    o.sent("nano-0", "a", "agent-1")
+    assert not o.sent("nano-0", "b", "agent-1") and not o.sent("nano-0", "a", "agent-1")
     assert o.waiting("nano-0") == ["a", "b", "c"] and o.behind("nano-0", "b") and not o.behind("nano-0", "a")
     o.finished("nano-0", "b")                              # b's result: a, sent before it, is done too
     assert o.waiting("nano-0") == ["c"] and not o.behind("nano-0", "c")

@@ -21,15 +21,18 @@ class BoardOrder:
         self._instance: dict[str, str] = {}
         self._n = 0
 
-    def sent(self, device: str, command_id: str, instance: str) -> None:
-        """``command_id`` goes to ``device``, whose agent process is ``instance``: last in line where it is new."""
+    def sent(self, device: str, command_id: str, instance: str) -> bool:
+        """``command_id`` goes to ``device``, whose agent process is ``instance``: last in line where it is new (True),
+        in its place where it was sent before (False)."""
         q = self._boards.setdefault(device, {})
         if self._instance.get(device, instance) != instance:   # a new agent process: the last one's commands are gone
             q.clear()
         self._instance[device] = instance
-        if command_id not in q:
-            self._n += 1
-            q[command_id] = (self._n, instance)
+        if command_id in q:
+            return False
+        self._n += 1
+        q[command_id] = (self._n, instance)
+        return True
 
     def finished(self, device: str, command_id: str) -> None:
         """The board sent ``command_id``'s result: it and every command sent there before it are done."""

@@ -42,7 +42,7 @@ from jetfleet.controller.campaigns.results import (
     profile_record,
 )
 from jetfleet.controller.campaigns.run import Run
-from jetfleet.controller.commands import BoardUnreached, CommandRouter, command_record
+from jetfleet.controller.commands import BOARD_GONE, BoardUnreached, CommandRouter, command_record
 from jetfleet.controller.leases import BoardLeases, Holder
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.controller.registry import LiveDevice, Registry
@@ -337,17 +337,24 @@ class CampaignManager:
             live = self.registry.get(device)
             cmd = profile_command(run.rec.workload, live.catalog.parse_mode(mode), run.rec.minibatches,
                                   self._command_id(run, mode, device))
-            run.order.sent(device, cmd.command_id, live.instance_id)
+            placed = run.order.sent(device, cmd.command_id, live.instance_id)
             # Unlogged: the result, the mode's state and the command's log entry are stored in one write below.
             try:
                 result = await self.router.send(device, cmd, timeout_s=self.profile_timeout_s,
                                                 command_id=cmd.command_id, logged=False)
             except JetfleetError as e:
                 outcome = e
-                if isinstance(e, (BoardUnreached, ResourceExhausted)) or not isinstance(e, TRANSIENT):
-                    run.order.dropped(device, cmd.command_id)   # never on the board, or refused or failed there
+                # Sent and not answered (the board vanished or stalled): it keeps its place; so does a resend the
+                # agent refused (too many commands waiting) while it holds the first one. Otherwise it never reached
+                # the board, or the board refused or failed it: only its own place is freed.
+                unanswered = isinstance(e, BOARD_GONE) and not isinstance(e, BoardUnreached)
+                if not unanswered and not (isinstance(e, ResourceExhausted) and not placed):
+                    run.order.dropped(device, cmd.command_id)
                 raise
             run.order.finished(device, cmd.command_id)
+            if run.uncharged:   # the board moves on: those waiting on it get a fresh bound
+                for waiting in run.on_board.get(device, ()):
+                    run.uncharged.pop(waiting, None)
             answer = result
             # The next mode is on the board already (PIPELINE_DEPTH) or is sent now, while this one is stored.
             self._release(device, run, mode)
