@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -119,9 +118,10 @@ def _raw_session(target: str, first: agent_pb2.AgentMessage | None, before_hello
 
 
 def test_an_agent_busy_as_it_is_turned_away_is_told_resource_exhausted_and_the_wait_not_internal(tmp_path):
-    # The agent's loop is held from the moment the controller counts the refusal until a little after, then the hello
-    # is written: refused before its hello arrived, the refusal crossed the write and gRPC's client library reported
-    # INTERNAL ("Internal error from Core"), without the wait (every time, here). Refused once it arrived: the status.
+    # The agent's loop is held from the moment the controller counts the refusal until the controller's loop has moved
+    # past it (answered it, or waits for the hello), then the hello is written: refused before its hello arrived, the
+    # refusal crossed the write and gRPC's client library reported INTERNAL ("Internal error from Core"), without the
+    # wait (10 runs in 10, here). Refused once it arrived: the status.
     lab = LabThread(str(tmp_path / "data"), [], config=replace(FAST_CONTROLLER, max_hellos_in_flight=1)).start()
     try:
         sessions = lab.lab.controller.sessions
@@ -129,7 +129,8 @@ def test_an_agent_busy_as_it_is_turned_away_is_told_resource_exhausted_and_the_w
         for k in range(1, 4):
             def busy(k: int = k) -> None:
                 wait_until(lambda: lab.do(lambda: sessions.admission.refused) >= k, 10, "the refusal counted")
-                time.sleep(0.3)         # the agent's loop held (a busy agent): the refusal has time to arrive
+                for _ in range(3):      # the agent's loop still held (a busy agent) while the controller's turns
+                    lab.call(asyncio.sleep(0))
             e = _raw_session(lab.address, hello(f"raw/{k}"), busy)
             assert isinstance(e, grpc.aio.AioRpcError), e
             assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, (e.code(), e.details(), e.debug_error_string())

@@ -4,8 +4,8 @@ A hello costs the controller its check, a store write and a welcome; thousands a
 agent re-dialling a restarted controller) would queue on the event loop and the store thread, delay every other
 agent's heartbeats past the reaper, and make the storm worse. So at most ``max_in_flight`` hellos are handled at
 once; a session that finds them all taken is refused (RESOURCE_EXHAUSTED, cheap: its hello arrives but is not
-looked at) with a wait before dialling again. The wait spreads the agents turned away over the time the controller needs to admit
-them: the agents waiting (those refused per second times the wait they were last given: Little's law) plus those
+looked at) with a wait before dialling again. The wait spreads the agents turned away over the time the controller
+needs to admit them: the agents waiting (those refused per second times the wait they were last given: Little's law) plus those
 in flight, over the hellos admitted per second, between ``min_retry_s`` and ``max_retry_s``. The agent adds its
 own jitter on top (``jetfleet.agent.link``)."""
 

@@ -90,7 +90,6 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
             if held:
                 self.sessions.admitted(welcomed=False)
 
-
     async def _hello(self, it: AsyncIterator[agent_pb2.AgentMessage]) -> agent_pb2.AgentMessage:
         """The session's first message, within the controller's ``hello_timeout_s`` of its start: an admitted session
         that sends nothing would otherwise hold its admission place for as long as its connection lives
@@ -111,7 +110,7 @@ class AgentLinkServicer(agent_pb2_grpc.AgentLinkServicer):
         is not looked at (a few hundred bytes, parsed by gRPC as any message)."""
         try:
             await self._hello(it)
-        except (StopAsyncIteration, DeadlineExceeded, grpc.aio.AioRpcError):
+        except (StopAsyncIteration, DeadlineExceeded):
             pass
         except Exception:  # noqa: BLE001 - a first message gRPC cannot parse: it is turned away all the same
             log.debug("a session turned away sent a first message that cannot be read", exc_info=True)

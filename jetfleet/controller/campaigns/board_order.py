@@ -13,12 +13,11 @@ from __future__ import annotations
 
 
 class BoardOrder:
-    """Per board: command id -> (the order it was first sent in, the agent process it was sent to)."""
+    """Per board: command id -> the order it was first sent in, all sent to one agent process."""
 
     def __init__(self) -> None:
-        # kept in the order first sent (a dict keeps insertion order), all of one agent process
-        self._boards: dict[str, dict[str, tuple[int, str]]] = {}
-        self._instance: dict[str, str] = {}
+        self._boards: dict[str, dict[str, int]] = {}   # kept in the order first sent (a dict keeps insertion order)
+        self._instance: dict[str, str] = {}            # device -> the agent process they were sent to
         self._n = 0
 
     def sent(self, device: str, command_id: str, instance: str) -> bool:
@@ -31,7 +30,7 @@ class BoardOrder:
         if command_id in q:
             return False
         self._n += 1
-        q[command_id] = (self._n, instance)
+        q[command_id] = self._n
         return True
 
     def finished(self, device: str, command_id: str) -> None:
@@ -41,8 +40,8 @@ class BoardOrder:
         if q is None or at is None:
             return
         done = []
-        for c, (n, _) in q.items():   # in the order sent: those up to it
-            if n > at[0]:
+        for c, n in q.items():   # in the order sent: those up to it
+            if n > at:
                 break
             done.append(c)
         for c in done:
@@ -56,15 +55,14 @@ class BoardOrder:
             q.pop(command_id, None)
 
     def behind(self, device: str, command_id: str) -> bool:
-        """True when a command sent to the same agent process before ``command_id`` is not known to be finished:
-        ``command_id`` was waiting behind it."""
+        """True when a command sent to the board before ``command_id`` is not known to be finished: ``command_id``
+        was waiting behind it."""
         q = self._boards.get(device)
-        at = q.get(command_id) if q else None
-        return q is not None and at is not None and any(n < at[0] and i == at[1] for n, i in q.values())
+        return q is not None and command_id in q and next(iter(q)) != command_id
 
     def waiting(self, device: str) -> list[str]:
         """The commands on ``device`` not known to be finished, in the order sent."""
-        return [c for c, _ in sorted(self._boards.get(device, {}).items(), key=lambda kv: kv[1][0])]
+        return list(self._boards.get(device, ()))
 
     def clear(self) -> None:
         """Forget every board (the campaign ended)."""
