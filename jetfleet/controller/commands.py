@@ -110,6 +110,8 @@ class CommandRouter:
         # Commands their owner gave up on (a job moved to another board, or ended): command id -> board. A board seen
         # running one (its heartbeat names it) is told to cancel it: it must not train work counted nowhere.
         self._superseded: OrderedDict[str, str] = OrderedDict()
+        # board -> how many of ``_superseded`` are its: a heartbeat of a board with none is not read further
+        self._superseded_on: dict[str, int] = {}
         self._cancelled_at: dict[str, float] = {}
         self.superseded_cancels = 0   # cancels sent for superseded commands (tests and logs)
         self._cancels: set[asyncio.Task[None]] = set()
@@ -125,7 +127,7 @@ class CommandRouter:
             raise InvalidArgument("command has no kind", field="command")
         cid = check_command_id(command_id, "request_id") if command_id else uuid.uuid4().hex
         command.command_id = cid
-        self._superseded.pop(cid, None)   # sent again: wanted again (the board joins the run it has)
+        self._unsupersede(cid)   # sent again: wanted again (the board joins the run it has)
         live = self.registry.get(device_id)
         if not logged:
             if cid in self._pending:   # the same command in flight: join it
@@ -280,14 +282,27 @@ class CommandRouter:
 
     def supersede(self, device_id: str, command_id: str) -> None:
         """Nobody wants ``command_id`` on ``device_id`` any more: cancel it there as soon as the board is seen running it."""
+        self._unsupersede(command_id)
         self._superseded[command_id] = device_id
-        self._superseded.move_to_end(command_id)
+        self._superseded_on[device_id] = self._superseded_on.get(device_id, 0) + 1
         while len(self._superseded) > MAX_SUPERSEDED:
-            self._superseded.popitem(last=False)
+            self._unsupersede(next(iter(self._superseded)))
+
+    def _unsupersede(self, command_id: str) -> None:
+        device_id = self._superseded.pop(command_id, None)
+        if device_id is not None:
+            left = self._superseded_on[device_id] - 1
+            if left:
+                self._superseded_on[device_id] = left
+            else:
+                del self._superseded_on[device_id]
 
     def seen_heartbeat(self, session: Session, hb: agent_pb2.Heartbeat) -> None:
         """A board's heartbeat: the command it runs and the launches still running there, each cancelled if it was
-        superseded (a launch is named by its job's id, which ``supersede`` is given when the job ends undone)."""
+        superseded (a launch is named by its job's id, which ``supersede`` is given when the job ends undone). The
+        heartbeat of a board none of whose commands was superseded is not read (thousands a second)."""
+        if session.device_id not in self._superseded_on:
+            return
         self.seen_busy(session, hb.busy_command_id)
         for launch_id in hb.launch_ids:
             self.seen_busy(session, launch_id)

@@ -106,8 +106,9 @@ class AgentSessions:
                     return True
                 batch = msg.telemetry
                 if batch.HasField("heartbeat"):   # folded into the batch by an agent that was told it may
-                    self.registry.heartbeat(session, batch.heartbeat)
-                    self.router.seen_heartbeat(session, batch.heartbeat)
+                    hb = batch.heartbeat
+                    self.registry.heartbeat(session, hb)
+                    self.router.seen_heartbeat(session, hb)
                 else:
                     self.registry.touch(session)
                 self.telemetry.defer(session.device_id, session.catalog or self.registry.get(session.device_id).catalog,

@@ -18,7 +18,7 @@ from jetfleet.controller.columns_check import bounds, check_columns, layout_ok
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.shared.catalog import Catalog, power_limit_w
-from jetfleet.shared.columns import SCALARS, column, samples_from_columns
+from jetfleet.shared.columns import SCALARS, samples_from_values
 from jetfleet.shared.convert import check_samples
 from jetfleet.shared.errors import InvalidArgument, JetfleetError
 from jetfleet.shared.proto import agent_pb2, common_pb2
@@ -27,7 +27,27 @@ MAX_WATCH_QUEUE = 10_000   # samples queued for one slow watcher before it misse
 FLUSH_S = 0.05              # seconds: deferred batches are checked together (1,000 boards, a batch a second: ~50)
 MAX_DEFERRED_SAMPLES = 200   # larger blocks are checked on their own (and against the batch limit)
 log = logging.getLogger(__name__)
-_Chunk = common_pb2.SampleColumns | list[common_pb2.TelemetrySample]
+
+
+class _Block(NamedTuple):
+    """A checked batch of columns as the window keeps it: its numbers and the names of its rails and sensors, not
+    its message (a parsed message holds its whole arena: kilobytes a batch, 60 batches a board)."""
+
+    samples: int
+    rails: tuple[str, ...]
+    temps: tuple[str, ...]
+    values: bytes
+
+    @staticmethod
+    def of(cols: common_pb2.SampleColumns) -> _Block:
+        return _Block(cols.samples, tuple(cols.rails), tuple(cols.temps), cols.values)
+
+    def total_w(self) -> list[float]:
+        n = self.samples
+        return np.frombuffer(self.values, dtype="<f8", count=n, offset=8 * n).tolist()
+
+
+_Chunk = _Block | list[common_pb2.TelemetrySample]
 
 
 @dataclass(eq=False)
@@ -46,7 +66,7 @@ class _Board:
         """Keep a non-empty batch; drop the oldest batches that lie wholly outside the last ``limit`` samples.
         Returns the batch's newest board power (``lowest_w``/``newest_w``: the batch's, when already known)."""
         if lowest_w is None or newest_w is None:
-            totals = [s.total_w for s in chunk] if isinstance(chunk, list) else column(chunk, "total_w")
+            totals = [s.total_w for s in chunk] if isinstance(chunk, list) else chunk.total_w()
             lowest_w, newest_w = min(totals), totals[-1]
         if lowest_w < self.lowest_w:
             self.lowest_w = lowest_w
@@ -74,9 +94,9 @@ def _log_refused(owner: object, e: JetfleetError) -> None:
     log.warning("telemetry refused (%s): %s", owner, e.message[:300])
 
 
-def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[float, float] | None]:
-    """Per deferred batch: its columns' (lowest, newest) board power if the block passed the check together with
-    the others of its layout, or None if it must be checked on its own (it failed, or its layout is not one
+def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[_Block, float, float] | None]:
+    """Per deferred batch: its block and its (lowest, newest) board power if the block passed the check together
+    with the others of its layout, or None if it must be checked on its own (it failed, or its layout is not one
     a board of that model may send; ``check_columns`` then names the field).
 
     A layout is a board's catalog, the samples per batch and the rails and sensors named. Batches are grouped by
@@ -84,12 +104,12 @@ def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[float
     rails and sensors: cheap to key. Each group's first batch naming a layout its board may send names them; a
     batch naming others (the same counts, other names) is checked on its own, so no per-batch tuple of names is
     built or hashed."""
-    out: list[tuple[float, float] | None] = [None] * len(pending)
+    out: list[tuple[_Block, float, float] | None] = [None] * len(pending)
     groups: dict[tuple[int, int, int, int], list[int]] = {}
-    names: dict[tuple[int, int, int, int], tuple[Catalog, list[str], list[str]]] = {}
+    names: dict[tuple[int, int, int, int], tuple[Catalog, list[str], list[str], tuple[str, ...], tuple[str, ...]]] = {}
     values: list[bytes] = [b""] * len(pending)
     for i, p in enumerate(pending):
-        cols = p.batch.columns
+        cols = p.cols
         rails, temps = cols.rails, cols.temps
         key = (id(p.catalog), cols.samples, len(rails), len(temps))
         first = names.get(key)
@@ -98,13 +118,13 @@ def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[float
             # another is checked on its own, and the next batch of the key tries again)
             if not layout_ok(tuple(rails), tuple(temps), p.catalog.rail_label_set):
                 continue
-            names[key] = (p.catalog, list(rails), list(temps))
+            names[key] = (p.catalog, list(rails), list(temps), tuple(rails), tuple(temps))
         elif rails != first[1] or temps != first[2]:
             continue
         values[i] = cols.values
         groups.setdefault(key, []).append(i)
     for key, rows in groups.items():
-        cat, rail_names, temp_names = names[key]
+        cat, rail_names, temp_names, rail_tuple, temp_tuple = names[key]
         n = key[1]
         width = 8 * n * (len(SCALARS) + len(rail_names) + len(temp_names))
         rows = [i for i in rows if len(values[i]) == width]
@@ -117,18 +137,21 @@ def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[float
         total = block[:, n:2 * n]
         for i, ok, lowest, newest in zip(rows, good, total.min(axis=1).tolist(), total[:, -1].tolist()):
             if ok:
-                out[i] = (lowest, newest)
+                out[i] = (_Block(n, rail_tuple, temp_tuple, values[i]), lowest, newest)
     return out
 
 
 def _expand(chunk: _Chunk, start: int = 0) -> list[common_pb2.TelemetrySample]:
-    return chunk[start:] if isinstance(chunk, list) else samples_from_columns(chunk, start)
+    if isinstance(chunk, list):
+        return chunk[start:]
+    return samples_from_values(chunk.samples, chunk.rails, chunk.temps, chunk.values, start)
 
 
 class _Pending(NamedTuple):
     device_id: str
     catalog: Catalog
     batch: agent_pb2.TelemetryBatch
+    cols: common_pb2.SampleColumns   # the batch's columns (read once)
     owner: object   # handed back to ``on_refused`` with the error if the batch is refused
 
 
@@ -164,7 +187,7 @@ class TelemetryHub:
             self.flush()
             self.ingest(device_id, catalog, batch)
             return
-        self._pending.append(_Pending(device_id, catalog, batch, owner))
+        self._pending.append(_Pending(device_id, catalog, batch, batch.columns, owner))
         if self._flush_at is None:
             self._flush_at = asyncio.get_running_loop().call_later(self.flush_s, self.flush)
 
@@ -176,7 +199,7 @@ class TelemetryHub:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        outcome: list[tuple[float, float] | None]
+        outcome: list[tuple[_Block, float, float] | None]
         try:
             outcome = _check_blocks(pending, min(MAX_DEFERRED_SAMPLES, self.config.max_batch_samples))
         except Exception:   # a fault of the vectorised check: every batch is checked on its own instead
@@ -187,7 +210,7 @@ class TelemetryHub:
                 if result is None:   # not checked together: the batch's own check says why (or keeps it)
                     self.ingest(p.device_id, p.catalog, p.batch)
                 else:
-                    self._keep(p.device_id, p.catalog, p.batch, 0, p.batch.columns.samples, result)
+                    self._keep_block(p.device_id, p.catalog.model, *result, p.batch.dropped)
             except JetfleetError as e:
                 try:
                     self.on_refused(p.owner, e)
@@ -208,32 +231,45 @@ class TelemetryHub:
         check_samples(batch.samples, catalog)
         if batch.HasField("columns"):
             n_cols = check_columns(cols, catalog)
-        return self._keep(device_id, catalog, batch, n_samples, n_cols, None)
+        return self._keep(device_id, catalog, batch, n_samples, n_cols)
 
-    def _keep(self, device_id: str, catalog: Catalog, batch: agent_pb2.TelemetryBatch, n_samples: int, n_cols: int,
-              powers: tuple[float, float] | None) -> int:
-        """Keep a checked batch, hand it to watchers and move the board's series; ``powers``: the columns'
-        lowest and newest board power, when the check already read them."""
+    def _keep(self, device_id: str, catalog: Catalog, batch: agent_pb2.TelemetryBatch, n_samples: int,
+              n_cols: int) -> int:
+        """Keep a checked batch (its samples, then its columns), hand it to watchers and move the board's series."""
         board = self._board(device_id)
-        cols = batch.columns
         newest_w = 0.0
+        fresh: list[common_pb2.TelemetrySample] = []
         if n_samples:
-            newest_w = board.add(list(batch.samples), n_samples)
+            fresh = list(batch.samples)
+            newest_w = board.add(fresh, n_samples)
         if n_cols:
-            newest_w = board.add(cols, n_cols, *(powers or (None, None)))
-        if board.watchers and n_samples + n_cols:
-            fresh = list(batch.samples) + (samples_from_columns(cols) if n_cols else [])
-            for q in board.watchers:
-                for s in fresh:
-                    if q.qsize() < MAX_WATCH_QUEUE:
-                        q.put_nowait(s)
-        if n_samples + n_cols or batch.dropped:
-            series = self.metrics.telemetry.board(device_id, catalog.model)
-            series.dropped += batch.dropped   # += 0 too: the series exists (at 0) from a board's first samples
-            if n_samples + n_cols:
-                series.power_w = newest_w
-                series.samples += n_samples + n_cols
+            block = _Block.of(batch.columns)
+            newest_w = board.add(block, n_cols)
+            if board.watchers:
+                fresh = fresh + _expand(block)
+        self._kept(board, device_id, catalog.model, n_samples + n_cols, newest_w, batch.dropped, fresh)
         return n_samples + n_cols
+
+    def _keep_block(self, device_id: str, model: str, block: _Block, lowest_w: float, newest_w: float,
+                    dropped: int) -> None:
+        """Keep a block checked with others of its layout (its lowest and newest board power read by the check)."""
+        board = self._boards.get(device_id) or self._board(device_id)
+        board.add(block, block.samples, lowest_w, newest_w)
+        self._kept(board, device_id, model, block.samples, newest_w, dropped, _expand(block) if board.watchers else [])
+
+    def _kept(self, board: _Board, device_id: str, model: str, n: int, newest_w: float, dropped: int,
+              fresh: list[common_pb2.TelemetrySample]) -> None:
+        """Hand a kept batch's samples to the board's watchers and move its series."""
+        for q in board.watchers:
+            for s in fresh:
+                if q.qsize() < MAX_WATCH_QUEUE:
+                    q.put_nowait(s)
+        if n or dropped:
+            series = self.metrics.telemetry.board(device_id, model)
+            series.dropped += dropped   # += 0 too: the series exists (at 0) from a board's first samples
+            if n:
+                series.power_w = newest_w
+                series.samples += n
 
     def last(self, device_id: str) -> common_pb2.TelemetrySample | None:
         """The newest sample of a board, or None if it never sent one."""

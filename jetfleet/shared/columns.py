@@ -41,10 +41,10 @@ def columns_from_samples(samples: Sequence[Any]) -> pb.SampleColumns | None:
     return pb.SampleColumns(samples=len(samples), rails=rails, temps=temps, values=values.tobytes())
 
 
-def column_values(cols: pb.SampleColumns) -> array:  # type: ignore[type-arg]
-    """The block's numbers (in this machine's byte order)."""
+def column_values(cols: pb.SampleColumns | bytes) -> array:  # type: ignore[type-arg]
+    """The block's numbers (in this machine's byte order); ``cols`` may be the block's ``values`` bytes alone."""
     values = array("d")
-    values.frombytes(cols.values)
+    values.frombytes(cols if isinstance(cols, bytes) else cols.values)
     if _SWAP:
         values.byteswap()
     return values
@@ -59,9 +59,15 @@ def column(cols: pb.SampleColumns, name: str) -> list[float]:
 
 def samples_from_columns(cols: pb.SampleColumns, start: int = 0) -> list[pb.TelemetrySample]:
     """The samples of a (checked) block from index ``start``, as wire TelemetrySamples."""
-    n, rails, temps = cols.samples, list(cols.rails), list(cols.temps)
+    return samples_from_values(cols.samples, list(cols.rails), list(cols.temps), cols.values, start)
+
+
+def samples_from_values(n: int, rails: Sequence[str], temps: Sequence[str], raw: bytes,
+                        start: int = 0) -> list[pb.TelemetrySample]:
+    """The samples of a (checked) block given by its parts (``values`` bytes, ``n`` samples of these rails and
+    sensors) from index ``start``, as wire TelemetrySamples."""
     nr, nt = len(rails), len(temps)
-    v = column_values(cols).tolist()
+    v = column_values(raw).tolist()
     t_s, total, cpu, gpu, mem, cores, cu, gu = (v[i * n:(i + 1) * n] for i in range(len(SCALARS)))
     rw = v[len(SCALARS) * n:(len(SCALARS) + nr) * n]
     tc = v[(len(SCALARS) + nr) * n:]
