@@ -93,3 +93,19 @@ def test_the_oldest_superseded_commands_are_forgotten_past_the_bound_and_their_b
     assert cancels(router, a, beat("old")) == 0     # forgotten: board-a has none left
     assert router._superseded_on == {"board-b": 3}
     assert cancels(router, b, beat("c0", ("c1", "c2"))) == 3
+
+
+class Unreadable:
+    """A heartbeat that fails the test if any of its fields is read."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"heartbeat field {name} read")
+
+
+def test_the_heartbeat_of_a_board_with_nothing_superseded_is_not_read(router):
+    a, b = session("board-a"), session("board-b")
+    router.seen_heartbeat(a, Unreadable())   # nothing superseded anywhere
+    router.supersede("board-b", "c1")
+    router.seen_heartbeat(a, Unreadable())   # only another board's
+    with pytest.raises(AssertionError, match="read"):
+        router.seen_heartbeat(b, Unreadable())

@@ -222,7 +222,8 @@ class TelemetryHub:
 
     def ingest(self, device_id: str, catalog: Catalog, batch: agent_pb2.TelemetryBatch) -> int:
         """Check a batch against the board's catalog and physical bounds (all or none is kept), then keep, relay and
-        fan it out now. Samples sent as columns are checked column by column and kept as they came."""
+        fan it out now. Samples sent as columns are checked column by column and kept as columns (their numbers and
+        names, not the message)."""
         n_samples, cols = len(batch.samples), batch.columns
         n_cols = cols.samples
         if n_samples + n_cols > self.config.max_batch_samples:

@@ -64,8 +64,8 @@ def samples_from_columns(cols: pb.SampleColumns, start: int = 0) -> list[pb.Tele
 
 def samples_from_values(n: int, rails: Sequence[str], temps: Sequence[str], raw: bytes,
                         start: int = 0) -> list[pb.TelemetrySample]:
-    """The samples of a (checked) block given by its parts (``values`` bytes, ``n`` samples of these rails and
-    sensors) from index ``start``, as wire TelemetrySamples."""
+    """The samples of a (checked) block given by its parts (``raw``: its ``values`` bytes, ``n`` samples of these
+    rails and sensors) from index ``start``, as wire TelemetrySamples."""
     nr, nt = len(rails), len(temps)
     v = column_values(raw).tolist()
     t_s, total, cpu, gpu, mem, cores, cu, gu = (v[i * n:(i + 1) * n] for i in range(len(SCALARS)))
