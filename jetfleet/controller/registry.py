@@ -229,8 +229,8 @@ class Registry:
 
     def heartbeat(self, session: Session, hb: agent_pb2.Heartbeat) -> None:
         """A heartbeat keeps the session alive and reports the mode the board runs."""
-        session.last_seen = self.clock()
-        live = self.devices.get(session.device_id) or self.get(session.device_id)
+        self.touch(session)
+        live = self.get(session.device_id)
         live.busy = hb.busy_command_id[:160]
         if hb.HasField("current_mode"):
             m = hb.current_mode

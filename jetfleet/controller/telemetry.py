@@ -18,7 +18,7 @@ from jetfleet.controller.columns_check import bounds, check_columns, layout_ok
 from jetfleet.controller.config import ControllerConfig
 from jetfleet.controller.metrics import ControllerMetrics
 from jetfleet.shared.catalog import Catalog, power_limit_w
-from jetfleet.shared.columns import SCALARS, samples_from_values
+from jetfleet.shared.columns import SCALARS, column_values, samples_from_values
 from jetfleet.shared.convert import check_samples
 from jetfleet.shared.errors import InvalidArgument, JetfleetError
 from jetfleet.shared.proto import agent_pb2, common_pb2
@@ -44,7 +44,7 @@ class _Block(NamedTuple):
 
     def total_w(self) -> list[float]:
         n = self.samples
-        return np.frombuffer(self.values, dtype="<f8", count=n, offset=8 * n).tolist()
+        return column_values(self.values)[n:2 * n].tolist()   # SCALARS' second column
 
 
 _Chunk = _Block | list[common_pb2.TelemetrySample]
@@ -106,6 +106,8 @@ def _check_blocks(pending: list[_Pending], max_samples: int) -> list[tuple[_Bloc
     built or hashed."""
     out: list[tuple[_Block, float, float] | None] = [None] * len(pending)
     groups: dict[tuple[int, int, int, int], list[int]] = {}
+    # per key: the catalog, the names as lists (a protobuf repeated field compares equal to a list only) and as
+    # tuples (kept in the window's blocks)
     names: dict[tuple[int, int, int, int], tuple[Catalog, list[str], list[str], tuple[str, ...], tuple[str, ...]]] = {}
     values: list[bytes] = [b""] * len(pending)
     for i, p in enumerate(pending):
@@ -254,7 +256,7 @@ class TelemetryHub:
     def _keep_block(self, device_id: str, model: str, block: _Block, lowest_w: float, newest_w: float,
                     dropped: int) -> None:
         """Keep a block checked with others of its layout (its lowest and newest board power read by the check)."""
-        board = self._boards.get(device_id) or self._board(device_id)
+        board = self._board(device_id)
         board.add(block, block.samples, lowest_w, newest_w)
         self._kept(board, device_id, model, block.samples, newest_w, dropped, _expand(block) if board.watchers else [])
 
