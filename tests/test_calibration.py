@@ -81,6 +81,29 @@ def test_the_loop_steps_down_from_a_mode_seen_over_budget_and_rules_out_the_hung
     assert power[current] <= 12.12
 
 
+def test_the_last_correction_goes_to_a_mode_the_board_showed_within_the_budget():
+    """With steps to spare an over-budget window steps to the fastest mode whose corrected bound fits; the job's last
+    step has no correction after it, so it goes to the fastest mode measured within the budget instead."""
+    _, time, power, pred = grid_predictions(power_bias=0.85)        # the model thinks 15% too low
+
+    def step(steps_left: int, within: bool = True):
+        fb = Feedback(pred)
+        if within:
+            fb.observe(Observation(0, float(power[0]), float(time[0])))   # the board showed mode 0 within 12 W
+        fb.observe(Observation(6, 12.5, float(time[6])), over_budget=True)   # and mode 6 over it: ruled out
+        first = fb.choose(power_budget_w=12)
+        assert power[first.index] > 12                                # truly over
+        return power_step(fb, first.index, float(power[first.index]), float(time[first.index]), budget_w=12,
+                          over=True, steps_left=steps_left)
+
+    spare, last = step(2), step(1)
+    assert spare is not None and spare.kind == "over" and spare.choice.index not in (0, 6)   # the prediction's pick
+    assert last is not None and last.kind == "over" and last.choice.index == 0, last
+    assert "the last step goes to the fastest mode measured within it" in last.reason
+    nothing = step(1, within=False)                          # nothing measured within the budget: the prediction's
+    assert nothing is not None and nothing.choice.index not in (0, 6) and "measured" not in nothing.reason, nothing
+
+
 def test_repeated_windows_of_one_mode_do_not_grow_the_loops_model():
     _, time, power, pred = grid_predictions()
     fb = Feedback(pred)

@@ -99,9 +99,9 @@ def test_the_closed_loop_steps_to_a_faster_mode_when_p95_is_over_the_latency_bud
     time_ms, power_w = np.array([300.0, 200.0, 100.0]), np.array([8.0, 9.0, 14.0])   # the fastest is over 11 W
     index = {str(m): i for i, m in enumerate(modes)}
 
-    def loop() -> ClosedLoop:
+    def loop(max_steps: int = 3) -> ClosedLoop:
         return ClosedLoop(PowerBudget(11, latency_budget_ms=500), Feedback(Predictions(modes, time_ms, power_w)), index,
-                          max_steps=3)
+                          max_steps=max_steps)
 
     p = Point(100, 30.0, 240.0, str(modes[0]), 0.0)
     w = Window(str(modes[0]), 8.0, 300.0, p, p)
@@ -115,6 +115,11 @@ def test_the_closed_loop_steps_to_a_faster_mode_when_p95_is_over_the_latency_bud
     over = Window(str(modes[0]), 12.0, 300.0, p, p)
     step = loop().on_window(over, p95_ms=650.0)
     assert step is None or step.kind == "over"       # power over its budget comes first: never a step up
+    last = loop(max_steps=1)     # one step left: kept for a correction of the power, not spent on the latency
+    assert last.on_window(w, p95_ms=650.0) is None and last.latency_missed and last.steps_used == 0
+    hot = Window(str(modes[1]), 12.0, 200.0, p, p)   # (the board's own change to mode 1, say: over the budget)
+    step = last.on_window(hot, p95_ms=650.0)
+    assert step is not None and step.kind == "over" and step.choice.index == 0 and last.steps_used == 1, step
 
 
 @pytest.mark.parametrize("change, field", [

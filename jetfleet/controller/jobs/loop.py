@@ -50,7 +50,7 @@ class ClosedLoop:
             return undo
         steps_left = self.max_steps - self.steps_used
         step: Step | None = None
-        if self.latency_missed and not self.last_missed and steps_left > 0:
+        if self.latency_missed and not self.last_missed and steps_left > 1:   # the last step kept for a correction
             step = self._faster(i, w, p95_ms)
         if step is None:
             if steps_left <= 0 or (i in self._settled and not self.last_missed):

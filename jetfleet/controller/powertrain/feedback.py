@@ -12,8 +12,10 @@ After each observed window (a mode's mean power and time per minibatch on the bo
 - a mode seen over the power budget rules out every mode that is at least as high on every knob
   (more cores, higher clocks never draw less power);
 - the next step: over the budget (beyond the sensor noise) -> the fastest mode whose corrected upper
-  bound fits; under it with a faster mode available (>= 1% per minibatch predicted) and a step to
-  spare for a correction -> step up. The same for a deadline with time and power swapped.
+  bound fits, or, when it is the job's last step (no correction after it), the fastest mode the board
+  already showed within the budget if there is one (a measurement, not a prediction); under it with a
+  faster mode available (>= 1% per minibatch predicted) and a step to spare for a correction -> step up.
+  The same for a deadline with time and power swapped.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jetfleet.controller.powertrain.optimize import Choice, Predictions, choose
+from jetfleet.controller.powertrain.optimize import Choice, Predictions, choice_at, choose
 from jetfleet.shared.errors import FailedPrecondition
 
 LENGTH_SCALE = 1.0      # in standard deviations of each knob over the catalog
@@ -129,6 +131,16 @@ class Feedback:
         if over_budget:
             self.allowed &= ~np.all(self.knobs >= self.knobs[obs.index], axis=1)
 
+    def measured_within(self, budget_w: float) -> int | None:
+        """The fastest mode not ruled out whose windows on the board averaged within ``budget_w`` (their mean power
+        and time per minibatch), or None if the board showed none."""
+        seen: dict[int, list[Observation]] = {}
+        for o in self.observations:
+            seen.setdefault(o.index, []).append(o)
+        within = [(float(np.mean([o.time_ms for o in obs])), i) for i, obs in seen.items()
+                  if self.allowed[i] and np.mean([o.power_w for o in obs]) <= budget_w]
+        return min(within)[1] if within else None
+
     def predictions(self) -> Predictions:
         """The base predictions corrected by the observations, with bounds that narrow near them."""
         pm, pv = self._power.posterior()
@@ -153,6 +165,11 @@ def power_step(fb: Feedback, current: int, power_w: float, time_ms: float, *, bu
     fb.observe(Observation(current, power_w, time_ms), over_budget=over)
     if not over and steps_left < 2:
         return None    # keep the last step for a correction
+    last = fb.measured_within(budget_w) if over and steps_left < 2 else None
+    if last is not None:   # the last correction, with no step after it: a mode the board showed within the budget
+        c = choice_at(fb.predictions(), last, f"fastest under {budget_w:g} W")
+        return Step(c, f"observed {power_w:.2f} W over the {budget_w:g} W budget; the last step goes to the "
+                       f"fastest mode measured within it", "over")
     try:
         c = fb.choose(power_budget_w=budget_w)
     except FailedPrecondition:
