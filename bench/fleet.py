@@ -7,7 +7,8 @@ connection per agent): every agent sends one telemetry batch of 10 samples a sec
 batch of sample messages plus a heartbeat of its own. Figures, each beside its limit and the ratio:
 
 - messages per CPU-second of the controller vs the minimal server at N agents (>= 0.8 x minimal),
-  medians of 3 windows each, the two run alternately (3 rounds: the ratio is the median of the rounds');
+  medians of 3 windows each; in each of 3 rounds the two run at the same time, each under its own load, their
+  windows at the same moments (``--alternately``: one after the other), and the ratio is the median of the rounds';
 - N = 5,000 agents on one controller: all online without a reconnect storm (sessions that failed and were
   dialled again: the limit is none; sessions the controller turned away while admitting others, told when to
   dial again, are counted apart), ingest keeping up with what was sent, controller CPU (its whole process: the
@@ -17,7 +18,8 @@ batch of sample messages plus a heartbeat of its own. Figures, each beside its l
 
 The load processes' own CPU is printed too: on a 2-core machine they share the cores with the server.
 
-    python bench/fleet.py [--agents 1000] [--big 5000] [--window 10] [--rounds 3] [--mode-sets 200] [--load-procs 4]
+    python bench/fleet.py [--agents 1000] [--big 5000] [--window 10] [--rounds 3] [--alternately] [--mode-sets 200]
+                          [--load-procs 4]
                           [--controller-repo PATH]   # another checkout's controller (a before figure)
                           [--controller-cpus 0] [--load-cpus 1] [--max-hellos N] [--connect-rate 5000]
 """
@@ -31,8 +33,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -157,14 +161,19 @@ def median(rows: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in rows)
 
 
-def minimal(n: int, window_s: float, procs: int) -> list[dict[str, float]]:
+def minimal(n: int, window_s: float, procs: int, *, server_cpus: set[int] | None = None,
+            load_cpus: set[int] | None = None, barrier: threading.Barrier | None = None) -> list[dict[str, float]]:
     server = subprocess.Popen([sys.executable, LOAD, "minimal"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if server_cpus:
+        os.sched_setaffinity(server.pid, server_cpus)
     assert server.stdout is not None
     address = f"127.0.0.1:{int(server.stdout.readline())}"
-    loads = start_load(address, n, procs)
+    loads = start_load(address, n, procs, cpus=load_cpus)
     try:
         wait_welcomed(loads, n, server_pid=server.pid)
         time.sleep(min(2.0, 2 * window_s))   # past the sessions' first messages, as the controller's windows are
+        if barrier is not None:
+            barrier.wait(900)   # the controller's windows open at the same moment
         return windows(server.pid, loads, lambda: ask(server)[0], window_s)
     finally:
         stop_all(loads)
@@ -180,7 +189,8 @@ def samples_total(metrics_port: int) -> float:
 
 def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, kind: str = "agents", *,
                controller_cpus: set[int] | None = None, load_cpus: set[int] | None = None,
-               max_hellos: int = 0, connect_rate: float = 0.0, queued_call_s: float = 0.0) -> dict[str, object]:
+               max_hellos: int = 0, connect_rate: float = 0.0, queued_call_s: float = 0.0,
+               barrier: threading.Barrier | None = None) -> dict[str, object]:
     """The controller (of ``repo``) under n agents: windows, ingest, online count, and mode-set latencies; how the
     agents came online (seconds, the controller's CPU meanwhile, sessions failed and turned away, and why they
     failed), and its memory."""
@@ -209,6 +219,8 @@ def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, 
             connect_s = wait_welcomed(loads, n, server_pid=ctl.pid)
             connect_cpu = (cpu_s(ctl.pid) - c0) / connect_s
             time.sleep(min(3.0, 2 * window_s))
+            if barrier is not None:
+                barrier.wait(900)   # the minimal server's windows open at the same moment
             rows = windows(ctl.pid, loads, lambda: sum(ask(p)[0] for p in loads), window_s)
             s0, t0 = samples_total(mport), time.monotonic()
             time.sleep(window_s)
@@ -245,6 +257,11 @@ def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, 
                 ctl.wait()
 
 
+def cpu_set(text: str) -> set[int] | None:
+    """'0,1' -> {0, 1}; '' -> None (any CPU)."""
+    return {int(x) for x in text.split(",")} if text else None
+
+
 def verdict(ok: bool) -> str:
     return "holds" if ok else "MISSED"
 
@@ -254,13 +271,17 @@ def main() -> None:
     p.add_argument("--agents", type=int, default=1000)
     p.add_argument("--big", type=int, default=5000)
     p.add_argument("--window", type=float, default=10.0)
-    p.add_argument("--rounds", type=int, default=3, help="minimal server and controller, alternately, at --agents")
+    p.add_argument("--rounds", type=int, default=3, help="rounds of the minimal server beside the controller at --agents")
+    p.add_argument("--alternately", action="store_true", help="at --agents, run the minimal server and the controller "
+                   "one after the other in each round (default: at the same time, each under its own load, their "
+                   "windows at the same moments, so that a shared machine's drift between minutes falls on both alike)")
     p.add_argument("--mode-sets", type=int, default=200)
     p.add_argument("--load-procs", type=int, default=4)
     p.add_argument("--controller-repo", default=str(ROOT))
     p.add_argument("--real-agents", type=int, default=0, help="also N real agents (AgentLink on twins)")
-    p.add_argument("--controller-cpus", default="", help="pin the --big controller to these CPUs (e.g. 0)")
-    p.add_argument("--load-cpus", default="", help="pin the --big load processes to these CPUs (e.g. 1)")
+    p.add_argument("--controller-cpus", default="", help="pin the controller (and, at --agents, the minimal server "
+                   "beside it) to these CPUs (e.g. 0)")
+    p.add_argument("--load-cpus", default="", help="pin the load processes to these CPUs (e.g. 1)")
     p.add_argument("--max-hellos", type=int, default=0, help="the controller's --max-hellos (0: its default)")
     p.add_argument("--queued-call-timeout", type=float, default=0.0,
                    help="the controller's --queued-call-timeout in seconds (0: its default; 30: gRPC's own)")
@@ -287,14 +308,43 @@ def main() -> None:
 
 
 def small(a: argparse.Namespace, repo: Path) -> None:
-    """The controller beside the minimal server at ``a.agents`` agents, alternately ``a.rounds`` times (the
-    machine's speed drifts between runs: each round's ratio compares neighbours, the figure is their median),
+    """The controller beside the minimal server at ``a.agents`` agents, ``a.rounds`` times, at the same time (or
+    alternately: the machine's speed drifts between minutes, which falls on both alike only when they run at once;
+    each round's ratio compares the two, the figure is their median),
     and mode sets under that load (first round)."""
     ratios: list[float] = []
     first: dict[str, object] = {}
+    cpus, load_cpus = cpu_set(a.controller_cpus), cpu_set(a.load_cpus)
+    if cpus or load_cpus:
+        print(f"  N={a.agents}: the servers on CPUs {a.controller_cpus or 'any'}, the load on CPUs "
+              f"{a.load_cpus or 'any'}", flush=True)
+    together = not a.alternately
+    if together:
+        print(f"  N={a.agents}: the minimal server and the controller at the same time, each under its own load of "
+              f"{a.agents} agents", flush=True)
+
+    def run_minimal(barrier: threading.Barrier | None) -> list[dict[str, float]]:
+        try:
+            return minimal(a.agents, a.window, a.load_procs, server_cpus=cpus, load_cpus=load_cpus, barrier=barrier)
+        except BaseException:
+            if barrier is not None:
+                barrier.abort()   # the controller's run stops waiting and ends
+            raise
+
     for r in range(a.rounds):
-        mins = minimal(a.agents, a.window, a.load_procs)
-        ours = controller(a.agents, a.window, a.load_procs, a.mode_sets if r == 0 else 0, repo)
+        barrier = threading.Barrier(2) if together else None
+        with ThreadPoolExecutor(1) as pool:
+            minimal_run = pool.submit(run_minimal, barrier)
+            if not together:
+                minimal_run.result()
+            try:
+                ours = controller(a.agents, a.window, a.load_procs, a.mode_sets if r == 0 else 0, repo,
+                                  controller_cpus=cpus, load_cpus=load_cpus, barrier=barrier)
+            except BaseException:
+                if barrier is not None:
+                    barrier.abort()   # the minimal server's run stops waiting and ends
+                raise
+            mins = minimal_run.result()
         first = first or ours
         rows = ours["rows"]
         assert isinstance(rows, list)
@@ -309,6 +359,8 @@ def small(a: argparse.Namespace, repo: Path) -> None:
     ratio = statistics.median(ratios)
     print(f"  messages per CPU-second, controller / minimal: ratio {ratio:5.2f}, median of {a.rounds} rounds "
           f"{[round(x, 2) for x in ratios]}  (limit >= {RATIO_LIMIT}: {verdict(ratio >= RATIO_LIMIT)})")
+    if not a.mode_sets:
+        return
     p50, p99 = float(first["p50"]), float(first["p99"])  # type: ignore[arg-type]
     print(f"  mode set at N={a.agents} (operator client, {a.mode_sets} calls): p50 {p50:5.1f} ms, "
           f"p99 {p99:5.1f} ms  (limit p99 < {P99_LIMIT_MS:g} ms: {verdict(p99 < P99_LIMIT_MS)}; "
@@ -317,8 +369,7 @@ def small(a: argparse.Namespace, repo: Path) -> None:
 
 def big(a: argparse.Namespace, repo: Path) -> None:
     """``a.big`` agents on one controller: all online without a storm, ingest keeping up, CPU within one core."""
-    cpus = {int(x) for x in a.controller_cpus.split(",")} if a.controller_cpus else None
-    load_cpus = {int(x) for x in a.load_cpus.split(",")} if a.load_cpus else None
+    cpus, load_cpus = cpu_set(a.controller_cpus), cpu_set(a.load_cpus)
     big = controller(a.big, a.window, a.load_procs, 20, repo, controller_cpus=cpus, load_cpus=load_cpus,
                      max_hellos=a.max_hellos, connect_rate=a.connect_rate, queued_call_s=a.queued_call_timeout)
     rows = big["rows"]
