@@ -164,12 +164,13 @@ def median(rows: list[dict[str, float]], key: str) -> float:
 def minimal(n: int, window_s: float, procs: int, *, server_cpus: set[int] | None = None,
             load_cpus: set[int] | None = None, barrier: threading.Barrier | None = None) -> list[dict[str, float]]:
     server = subprocess.Popen([sys.executable, LOAD, "minimal"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    if server_cpus:
-        os.sched_setaffinity(server.pid, server_cpus)
-    assert server.stdout is not None
-    address = f"127.0.0.1:{int(server.stdout.readline())}"
-    loads = start_load(address, n, procs, cpus=load_cpus)
+    loads: list[subprocess.Popen[str]] = []
     try:
+        if server_cpus:
+            os.sched_setaffinity(server.pid, server_cpus)
+        assert server.stdout is not None
+        address = f"127.0.0.1:{int(server.stdout.readline())}"
+        loads = start_load(address, n, procs, cpus=load_cpus)
         wait_welcomed(loads, n, server_pid=server.pid)
         time.sleep(min(2.0, 2 * window_s))   # past the sessions' first messages, as the controller's windows are
         if barrier is not None:
@@ -204,11 +205,11 @@ def controller(n: int, window_s: float, procs: int, mode_sets: int, repo: Path, 
         cmd += ["--queued-call-timeout", f"{queued_call_s:g}"] if queued_call_s else []
         ctl = subprocess.Popen(cmd,
                                stdout=subprocess.PIPE, text=True, env=env, cwd=repo)
-        if controller_cpus:
-            os.sched_setaffinity(ctl.pid, controller_cpus)
         assert ctl.stdout is not None
         loads: list[subprocess.Popen[str]] = []
         try:
+            if controller_cpus:
+                os.sched_setaffinity(ctl.pid, controller_cpus)
             line = ctl.stdout.readline()
             m = LISTENING.search(line)
             if not m:
@@ -288,6 +289,17 @@ def main() -> None:
     p.add_argument("--connect-rate", type=float, default=0.0, help="agents dialling per second and load process "
                    "(0: fleet_load.py's 100, a fleet coming up; 5000: all at once, as after a controller restart)")
     a = p.parse_args()
+    allowed = os.sched_getaffinity(0)
+    for flag in ("controller_cpus", "load_cpus"):
+        text = getattr(a, flag)
+        try:
+            cpus = cpu_set(text)
+        except ValueError:
+            cpus = None
+            p.error(f"--{flag.replace('_', '-')}={text!r}: a comma-separated list of CPU numbers, e.g. 0 or 0,1")
+        if cpus and not cpus <= allowed:
+            p.error(f"--{flag.replace('_', '-')}={text}: CPUs {sorted(cpus - allowed)} are not available; allowed "
+                    f"{','.join(map(str, sorted(allowed)))}")
     repo = Path(a.controller_repo).resolve()
     print(f"fleet benchmark on {os.cpu_count()} cores (shared): {a.load_procs} load processes, one connection per "
           f"agent, 1 batch of 10 samples per agent-second; controller from {repo}; medians of 3 windows of "
@@ -340,9 +352,12 @@ def small(a: argparse.Namespace, repo: Path) -> None:
             try:
                 ours = controller(a.agents, a.window, a.load_procs, a.mode_sets if r == 0 else 0, repo,
                                   controller_cpus=cpus, load_cpus=load_cpus, barrier=barrier)
-            except BaseException:
+            except BaseException as e:
                 if barrier is not None:
                     barrier.abort()   # the minimal server's run stops waiting and ends
+                first_error = minimal_run.exception() if minimal_run.done() else None
+                if isinstance(e, threading.BrokenBarrierError) and first_error is not None:
+                    raise first_error from e   # the minimal side failed first: its error, not the barrier's
                 raise
             mins = minimal_run.result()
         first = first or ours

@@ -104,6 +104,21 @@ def test_the_last_correction_goes_to_a_mode_the_board_showed_within_the_budget()
     assert nothing is not None and nothing.choice.index not in (0, 6) and "measured" not in nothing.reason, nothing
 
 
+def test_the_mode_measured_within_the_budget_is_the_fastest_allowed_by_precision_weighted_means():
+    _, time, power, pred = grid_predictions()
+    fb = Feedback(pred)
+    for i in (0, 2, 4):                                   # 107.5, 84.7, 69.9 ms; 7.85, 9.1, 10.35 W: all within 12 W
+        fb.observe(Observation(i, float(power[i]), float(time[i])))
+    fb.observe(Observation(5, 12.05, float(time[5])))     # 49.3 ms but over 12 W (within the sensors' 1%: not enough)
+    fb.observe(Observation(3, 12.3, float(time[3])))      # 56.2 ms: a full window over 12 W ...
+    fb.observe(Observation(3, 11.0, float(time[3]), seconds=0.5))   # ... then a short profile under it (weight 1/20)
+    assert fb.measured_within(12) == 4                    # not 3: its plain mean (11.65 W) would be within
+    assert fb.measured_within(12.5) == 5
+    fb.rule_out(4)                                        # undone: never a landing again
+    assert fb.measured_within(12) == 2
+    assert fb.measured_within(7) is None
+
+
 def test_repeated_windows_of_one_mode_do_not_grow_the_loops_model():
     _, time, power, pred = grid_predictions()
     fb = Feedback(pred)

@@ -15,7 +15,8 @@ After each observed window (a mode's mean power and time per minibatch on the bo
   bound fits, or, when it is the job's last step (no correction after it), the fastest mode the board
   already showed within the budget if there is one (a measurement, not a prediction); under it with a
   faster mode available (>= 1% per minibatch predicted) and a step to spare for a correction -> step up.
-  The same for a deadline with time and power swapped.
+  The same for a deadline with time and power swapped, except the last step's measured fallback: a late
+  window's correction, last or not, aims inside the tolerance on the predictions (``deadline_step``).
 """
 
 from __future__ import annotations
@@ -132,13 +133,19 @@ class Feedback:
             self.allowed &= ~np.all(self.knobs >= self.knobs[obs.index], axis=1)
 
     def measured_within(self, budget_w: float) -> int | None:
-        """The fastest mode not ruled out whose windows on the board averaged within ``budget_w`` (their mean power
-        and time per minibatch), or None if the board showed none."""
+        """The fastest mode not ruled out whose observations on the board averaged within ``budget_w`` itself (not
+        the sensors' tolerance above it), or None if the board showed none. Power and time per minibatch are each
+        averaged over the mode's observations weighted by their precision, as the model weighs them (a short
+        confirming profile counts for less than a full window)."""
         seen: dict[int, list[Observation]] = {}
         for o in self.observations:
             seen.setdefault(o.index, []).append(o)
-        within = [(float(np.mean([o.time_ms for o in obs])), i) for i, obs in seen.items()
-                  if self.allowed[i] and np.mean([o.power_w for o in obs]) <= budget_w]
+        within = []
+        for i, obs in seen.items():
+            weights = [1.0 / o.noise_var for o in obs]
+            power = np.average([o.power_w for o in obs], weights=weights)
+            if self.allowed[i] and power <= budget_w:
+                within.append((float(np.average([o.time_ms for o in obs], weights=weights)), i))
         return min(within)[1] if within else None
 
     def predictions(self) -> Predictions:
