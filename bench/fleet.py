@@ -295,7 +295,6 @@ def main() -> None:
         try:
             cpus = cpu_set(text)
         except ValueError:
-            cpus = None
             p.error(f"--{flag.replace('_', '-')}={text!r}: a comma-separated list of CPU numbers, e.g. 0 or 0,1")
         if cpus and not cpus <= allowed:
             p.error(f"--{flag.replace('_', '-')}={text}: CPUs {sorted(cpus - allowed)} are not available; allowed "

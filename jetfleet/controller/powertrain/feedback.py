@@ -134,19 +134,13 @@ class Feedback:
 
     def measured_within(self, budget_w: float) -> int | None:
         """The fastest mode not ruled out whose observations on the board averaged within ``budget_w`` itself (not
-        the sensors' tolerance above it), or None if the board showed none. Power and time per minibatch are each
-        averaged over the mode's observations weighted by their precision, as the model weighs them (a short
-        confirming profile counts for less than a full window)."""
-        seen: dict[int, list[Observation]] = {}
-        for o in self.observations:
-            seen.setdefault(o.index, []).append(o)
-        within = []
-        for i, obs in seen.items():
-            weights = [1.0 / o.noise_var for o in obs]
-            power = np.average([o.power_w for o in obs], weights=weights)
-            if self.allowed[i] and power <= budget_w:
-                within.append((float(np.average([o.time_ms for o in obs], weights=weights)), i))
-        return min(within)[1] if within else None
+        the sensors' tolerance above it), or None if the board showed none. The averages are the model's own per-mode
+        points (``_ResidualGP``: log residuals weighted by precision, so a short confirming profile counts for less
+        than a full window); both GPs get every observation, in the same order."""
+        b, power, time = self.base, self._power, self._time
+        within = [(b.time_ms[i] * math.exp(rt), i) for i, rp, rt in zip(power.idx, power.res, time.res)
+                  if self.allowed[i] and b.power_w[i] * math.exp(rp) <= budget_w]
+        return int(min(within)[1]) if within else None
 
     def predictions(self) -> Predictions:
         """The base predictions corrected by the observations, with bounds that narrow near them."""
