@@ -24,7 +24,7 @@ SMOKE = {
                    ["reference training, 4,368 modes, 1 epochs", "ratio", "Pareto front + choice"]),
     "lab": (["--small", "random:3", "--large", "random:6", "--speeds", "inf"], ["random:3", "random:6", "modes in"]),
     "campaign": (["--slow-modes", "3", "--fast-modes", "4", "--repeat", "1", "--backends", "sqlite"],
-                 ["sqlite, slow fsync, 3 modes", "ratio", "limit"]),
+                 ["sqlite, slow fsync, 3 modes", "ratio", "limit", "minimal campaign over the same wire"]),
     "fleet": (["--agents", "12", "--big", "15", "--window", "0.3", "--rounds", "1", "--mode-sets", "3",
                "--load-procs", "1", "--controller-cpus", "0", "--load-cpus", "0", "--max-hellos", "4",
                "--connect-rate", "1000"],
@@ -69,8 +69,9 @@ def test_the_tx2_converter_runs_on_the_shared_measurements(shared_data, tmp_path
 
 
 def test_every_bench_script_is_smoke_tested():
-    """A new bench/ script gets its smoke run here (fleet_load.py is bench/fleet.py's load, run by it)."""
-    scripts = {p.stem for p in (ROOT / "bench").glob("*.py")} - {"__init__", "fleet_load"}
+    """A new bench/ script gets its smoke run here (fleet_load.py is bench/fleet.py's load and campaign_minimal.py
+    bench/campaign.py's minimal campaign, each run by its script)."""
+    scripts = {p.stem for p in (ROOT / "bench").glob("*.py")} - {"__init__", "fleet_load", "campaign_minimal"}
     assert scripts == set(SMOKE) | {"convert_tx2", "gpu_check"}
 
 

@@ -449,7 +449,8 @@ class CommandExecutor:
         metrics = self.metrics
         if metrics is None:
             return None
-        return lambda i, t: metrics.observe_minibatch(workload, t)
+        observe = metrics.minibatch_observer(workload)
+        return lambda i, t: observe(t)
 
     def _launcher(self) -> Launcher:
         if self.launcher is None:
