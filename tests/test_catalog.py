@@ -72,3 +72,20 @@ def test_catalog_from_knobs_for_an_unknown_board():
     assert cat.size == 4 and cat.presets["TOP"] == PowerMode(2, 2035.2, 140.25, 1866.0)
     with pytest.raises(InvalidArgument):
         catalog_from_knobs("x", [], [1.0], [1.0], [1.0])
+
+
+@pytest.mark.parametrize("model", sorted(builtin_catalogs()))
+def test_validate_gives_the_catalogs_own_values_whether_a_mode_comes_exact_or_off_by_a_rounding(model):
+    """A mode as it came (one lookup a knob) and the same mode off by a rounding or with its cores as a float (the
+    tolerant search) both come back as the catalog's own values: int cores, float clocks, equal modes."""
+    cat = get_catalog(model)
+    grid = cat.grid("full")
+    for mode in grid[::max(1, len(grid) // 300)]:
+        exact = cat.validate(mode)
+        assert exact == mode and type(exact.cores) is int and type(exact.cpu_mhz) is float
+        loose = cat.validate(PowerMode(float(mode.cores), mode.cpu_mhz + 1e-9, mode.gpu_mhz - 1e-9, mode.mem_mhz))
+        assert loose == exact and type(loose.cores) is int
+        floated = cat.validate(PowerMode(float(mode.cores), mode.cpu_mhz, mode.gpu_mhz, mode.mem_mhz))
+        assert floated == exact and type(floated.cores) is int
+    with pytest.raises(InvalidArgument, match="gpu_mhz=1 is not a value"):
+        cat.validate(PowerMode(grid[0].cores, grid[0].cpu_mhz, 1.0, grid[0].mem_mhz))

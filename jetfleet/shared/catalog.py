@@ -12,7 +12,7 @@ import itertools
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -113,8 +113,18 @@ class Catalog:
             max(self.cores), max(self.cpu_mhz), max(self.gpu_mhz), max(self.mem_mhz))
 
     # --- validation and parsing --------------------------------------------------------------
+    @cached_property
+    def _knob_index(self) -> Mapping[str, Mapping[float, float]]:
+        """Each knob's allowed values, each mapped to itself as ``validate`` returns it (computed once per catalog)."""
+        return {k: {a: (int(a) if k == "cores" else float(a)) for a in self.knob_values(k)} for k in KNOBS}
+
     def validate(self, mode: PowerMode) -> PowerMode:
         """Return ``mode`` if every knob is in this catalog, else raise naming the bad knob."""
+        index = self._knob_index
+        try:   # a mode of this catalog, as it came (a board's commands, the wire's doubles): one lookup a knob
+            return PowerMode(*(index[k][getattr(mode, k)] for k in KNOBS))  # type: ignore[arg-type]
+        except (KeyError, TypeError):
+            pass   # off by a rounding, or not a value at all: the tolerant search below says which knob
         for knob in KNOBS:
             allowed = self.knob_values(knob)
             value = getattr(mode, knob)
@@ -303,7 +313,7 @@ def catalog_from_knobs(model: str, cores: Iterable[int], cpu_mhz: Iterable[float
         raise InvalidArgument(f"catalog for {model} has {base.size} modes ({counts}); at most {MAX_CATALOG_MODES} "
                               "are allowed", field="catalog")
     parsed = {k: base.parse_mode(v) for k, v in (presets or {}).items()}
-    return Catalog(**{**base.__dict__, "presets": parsed})
+    return replace(base, presets=parsed)   # fields only: what base computed and cached is not carried
 
 
 def catalog_from_dict(d: Mapping[str, Any]) -> Catalog:
@@ -312,7 +322,7 @@ def catalog_from_dict(d: Mapping[str, Any]) -> Catalog:
     cat = catalog_from_knobs(str(d["model"]), d["cores"], d["cpu_mhz"], d["gpu_mhz"], d["mem_mhz"],
                              name=str(d.get("name", "")), presets=d.get("presets"), rails=rails)
     grids = {g: {k: tuple(float(x) for x in v) for k, v in spec.items()} for g, spec in d.get("grids", {}).items()}
-    return Catalog(**{**cat.__dict__, "grid_specs": grids})
+    return replace(cat, grid_specs=grids)
 
 
 def _load(text: str) -> Catalog:
@@ -328,11 +338,10 @@ def _load(text: str) -> Catalog:
         for knob, values in spec.items():
             for v in values:
                 cat.validate(PowerMode(**{**cat.maxn.__dict__, knob: v}))
-    return Catalog(**{**cat.__dict__, "grid_specs": grids,
-                      "device_tree_match": tuple(data.get("device_tree_match", ())),
-                      "twin": data.get("twin", {}),
-                      "max_power_w": float(data.get("limits", {}).get("max_power_w", DEFAULT_MAX_POWER_W)),
-                      "preset_aliases": _aliases(data, cat)})
+    return replace(cat, grid_specs=grids, device_tree_match=tuple(data.get("device_tree_match", ())),
+                   twin=data.get("twin", {}),
+                   max_power_w=float(data.get("limits", {}).get("max_power_w", DEFAULT_MAX_POWER_W)),
+                   preset_aliases=_aliases(data, cat))
 
 
 def _aliases(data: Mapping[str, Any], cat: Catalog) -> dict[str, str]:
