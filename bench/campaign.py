@@ -30,10 +30,8 @@ limit and the ratio. Needs redis-server on PATH for the Redis rows.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -43,12 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.campaign_minimal import minimal_campaign  # noqa: E402
+from bench.campaign_minimal import RedisRows, SqliteRows, minimal_campaign, stored_row  # noqa: E402
 from jetfleet.agent.profiler import ProfileRequest, profile, profile_result_pb  # noqa: E402
 from jetfleet.client import OperatorClient  # noqa: E402
 from jetfleet.controller.config import ControllerConfig  # noqa: E402
 from jetfleet.shared.catalog import PowerMode  # noqa: E402
-from jetfleet.shared.columns import profile_power_w  # noqa: E402
 from jetfleet.shared.proto import agent_pb2  # noqa: E402
 from jetfleet.twin.board import EmulatedBoard  # noqa: E402
 from tests import procs  # noqa: E402
@@ -91,59 +88,28 @@ def twin_profile_ms(modes: list[PowerMode], most: int = 200) -> float:
 
 def _rows(results: list[agent_pb2.ProfileResult], n: int) -> list[tuple[str, str, bytes, str]]:
     """(mode key, summary json, raw bytes, command json) per mode: what both implementations store."""
-    out = []
-    for i in range(n):
-        p = results[i % len(results)]
-        mode = f"m{i}"
-        times, power = list(p.minibatch_times_s), profile_power_w(p)
-        summary = {"mode": mode, "minibatch_time_ms": statistics.median(times) * 1e3,
-                   "power_w": statistics.fmean(power), "power_samples": len(power)}
-        command = {"command_id": f"c-{i}", "kind": "run_profile", "status": "done", "result": {"samples": len(power)}}
-        out.append((mode, json.dumps(summary), p.SerializeToString(), json.dumps(command)))
-    return out
+    return [(f"m{i}", *stored_row(f"m{i}", f"c-{i}", results[i % len(results)])) for i in range(n)]
+
+
+def _commits(store: SqliteRows | RedisRows, rows: list[tuple[str, str, bytes, str]]) -> float:
+    """Modes per second of ``store``'s minimal commit, one a mode, over ``rows``; the store closed after."""
+    try:
+        t = time.perf_counter()
+        for row in rows:
+            store.store(*row)
+        return len(rows) / (time.perf_counter() - t)
+    finally:
+        store.close()
 
 
 def minimal_sqlite(data_dir: Path, rows: list[tuple[str, str, bytes, str]]) -> float:
     """Modes per second: one transaction per mode (profile row, mode state, command log entry)."""
-    db = sqlite3.connect(data_dir / "minimal.db", isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
-    db.executescript("CREATE TABLE p (mode TEXT PRIMARY KEY, summary TEXT, raw BLOB);"
-                     "CREATE TABLE m (mode TEXT PRIMARY KEY, status TEXT);"
-                     "CREATE TABLE c (id TEXT PRIMARY KEY, doc TEXT);")
-    db.executemany("INSERT INTO m VALUES (?, 'pending')", [(r[0],) for r in rows])
-    t = time.perf_counter()
-    for mode, summary, raw, command in rows:
-        db.execute("BEGIN")
-        db.execute("INSERT INTO p VALUES (?,?,?)", (mode, summary, raw))
-        db.execute("UPDATE m SET status='done' WHERE mode=?", (mode,))
-        db.execute("INSERT INTO c VALUES (?,?)", (mode, command))
-        db.execute("COMMIT")
-    rate = len(rows) / (time.perf_counter() - t)
-    db.close()
-    return rate
+    return _commits(SqliteRows(data_dir / "minimal.db", [r[0] for r in rows]), rows)
 
 
 def minimal_redis(url: str, rows: list[tuple[str, str, bytes, str]]) -> float:
     """Modes per second: one MULTI/EXEC pipeline per mode (the same keys jetfleet writes)."""
-    import redis
-
-    r = redis.Redis.from_url(url)
-    r.hset("min:modes", mapping={row[0]: "pending" for row in rows})
-    t = time.perf_counter()
-    for mode, summary, raw, command in rows:
-        pipe = r.pipeline(transaction=True)
-        pipe.set(f"min:profile:{mode}", summary)
-        pipe.set(f"min:raw:{mode}", raw)
-        pipe.hset("min:modes", mode, "done")
-        pipe.set(f"min:command:{mode}", command)
-        for idx in ("model", "workload", "device", "source", "all"):
-            pipe.sadd(f"min:idx:{idx}", mode)
-        pipe.execute()
-    rate = len(rows) / (time.perf_counter() - t)
-    r.delete("min:modes")
-    r.close()
-    return rate
+    return _commits(RedisRows(url, [r[0] for r in rows]), rows)
 
 
 def jetfleet_campaign(store: str, modes: list[PowerMode], agent_process: bool = True) -> float:

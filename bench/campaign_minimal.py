@@ -123,7 +123,17 @@ def run_agent(target: str) -> None:
     asyncio.run(main())
 
 
-class _SqliteRows:
+def stored_row(mode: str, command_id: str, p: agent_pb2.ProfileResult) -> tuple[str, bytes, str]:
+    """What a minimal store keeps of one mode's result: its summary (JSON), the result itself (raw bytes) and the
+    command's log entry (JSON); the limit's minimal commit and the leanest campaign store the same."""
+    times, power = list(p.minibatch_times_s), profile_power_w(p)
+    summary = {"mode": mode, "minibatch_time_ms": statistics.median(times) * 1e3, "power_w": statistics.fmean(power),
+               "power_samples": len(power)}
+    command = {"command_id": command_id, "kind": "run_profile", "status": "done", "result": {"samples": len(power)}}
+    return json.dumps(summary), p.SerializeToString(), json.dumps(command)
+
+
+class SqliteRows:
     """One transaction per mode: the result with its raw samples, the mode's state, the command's log entry."""
 
     def __init__(self, path: Path, modes: Sequence[str]) -> None:
@@ -147,24 +157,24 @@ class _SqliteRows:
         self.db.close()
 
 
-class _RedisRows:
-    """One MULTI/EXEC pipeline per mode: the keys bench/campaign.py's minimal Redis commit writes (under mc:, the
-    database its own)."""
+class RedisRows:
+    """One MULTI/EXEC pipeline per mode: the result, its raw samples, the mode's state, the command's log entry and
+    the index sets jetfleet keeps (a fresh redis-server each run: the keys need no prefix of their own)."""
 
     def __init__(self, url: str, modes: Sequence[str]) -> None:
         import redis
 
         self.r = redis.Redis.from_url(url)
-        self.r.hset("mc:modes", mapping={m: "pending" for m in modes})
+        self.r.hset("min:modes", mapping={m: "pending" for m in modes})
 
     def store(self, mode: str, summary: str, raw: bytes, command: str) -> None:
         pipe = self.r.pipeline(transaction=True)
-        pipe.set(f"mc:profile:{mode}", summary)
-        pipe.set(f"mc:raw:{mode}", raw)
-        pipe.hset("mc:modes", mode, "done")
-        pipe.set(f"mc:command:{mode}", command)
+        pipe.set(f"min:profile:{mode}", summary)
+        pipe.set(f"min:raw:{mode}", raw)
+        pipe.hset("min:modes", mode, "done")
+        pipe.set(f"min:command:{mode}", command)
         for idx in ("model", "workload", "device", "source", "all"):
-            pipe.sadd(f"mc:idx:{idx}", mode)
+            pipe.sadd(f"min:idx:{idx}", mode)
         pipe.execute()
 
     def close(self) -> None:
@@ -181,10 +191,10 @@ def minimal_campaign(store: str, picks: Sequence[PowerMode], spawn: Callable[[li
     keys = [str(m) for m in picks]
     n = len(picks)
     if store.startswith("redis://"):
-        rows: _SqliteRows | _RedisRows = _RedisRows(store, keys)
+        rows: SqliteRows | RedisRows = RedisRows(store, keys)
     else:
         Path(store).mkdir(parents=True, exist_ok=True)
-        rows = _SqliteRows(Path(store) / "minimal-campaign.db", keys)
+        rows = SqliteRows(Path(store) / "minimal-campaign.db", keys)
     span: dict[str, float] = {}
     finished = threading.Event()
     failed: list[str] = []
@@ -212,14 +222,8 @@ def minimal_campaign(store: str, picks: Sequence[PowerMode], spawn: Callable[[li
                 for res in results:
                     if not res.ok:
                         raise RuntimeError(f"{res.command_id}: {res.error.message}")
-                    i = int(res.command_id.rsplit("-", 1)[1])
-                    p = res.profile
-                    times, power = list(p.minibatch_times_s), profile_power_w(p)
-                    summary = json.dumps({"mode": keys[i], "minibatch_time_ms": statistics.median(times) * 1e3,
-                                          "power_w": statistics.fmean(power), "power_samples": len(power)})
-                    command = json.dumps({"command_id": res.command_id, "kind": "run_profile", "status": "done",
-                                          "result": {"samples": len(power)}})
-                    rows.store(keys[i], summary, p.SerializeToString(), command)
+                    key = keys[int(res.command_id.rsplit("-", 1)[1])]
+                    rows.store(key, *stored_row(key, res.command_id, res.profile))
                     done += 1
                 if done == n:
                     span["end"] = time.perf_counter()
