@@ -256,7 +256,14 @@ def test_an_agent_process_serves_sessions_and_refuses_the_controllers_work_while
             result = asyncio.run_coroutine_threadsafe(link.executor.execute(cmd), loop).result(30)
             assert not result.ok and s.session_id in result.error.message and "one training at a time" in \
                 result.error.message
+            # a campaign's profile, checked by the link before it is handed over, is refused the same way
+            from jetfleet.controller.campaigns.results import profile_command
+            prof = profile_command("lstm", board.catalog.maxn, 40, "p1")
+            refused = asyncio.run_coroutine_threadsafe(link.executor.execute(prof, link.executor.check(prof)),
+                                                       loop).result(30)
+            assert not refused.ok and s.session_id in refused.error.message, refused.error
         assert link.executor.trained.get("c1", 0) == 0     # the board trained nothing for the refused command
+        assert link.executor.profiles_run == 0             # nor profiled anything
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(30)

@@ -11,7 +11,9 @@ time and once at its end.
 
 Profiles queued together (a campaign fills a board's pipeline with several modes) run back to back in one
 worker thread while they hold the board, and results that were quick go back together (``HOLD_S``): a quick
-mode costs the agent's event loop a few small steps, not a thread hop and a message of its own. Everything
+mode costs the agent's event loop a few small steps, not a thread hop and a message of its own. A profile the
+link has checked (``check``, once, before it is acknowledged) is queued at once, its result a future the worker
+thread fills, with no task of its own. Everything
 still runs in the order it came: a command of another kind goes after the profiles queued before it and before
 those queued after it."""
 
@@ -26,7 +28,7 @@ import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from dataclasses import dataclass
 
 from jetfleet.agent import roofline
 from jetfleet.agent.attach import check_attach, run_attached
@@ -63,7 +65,14 @@ MAX_HELD = 8
 _NO_SEQ = float("inf")
 
 log = logging.getLogger(__name__)
-__all__ = ["Cancelled", "CommandExecutor"]
+__all__ = ["Cancelled", "Checked", "CommandExecutor"]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A command that passed ``CommandExecutor.check``, with what the check built: a profile's request."""
+
+    profile: ProfileRequest | None = None
 
 
 class CommandExecutor:
@@ -84,7 +93,7 @@ class CommandExecutor:
         self.sessions = sessions
         self.launcher = launcher   # the job templates it may launch (``launcher.py``); None: it launches nothing
         self._results: OrderedDict[str, agent_pb2.CommandResult] = OrderedDict()
-        self._running: dict[str, asyncio.Task[agent_pb2.CommandResult]] = {}
+        self._running: dict[str, asyncio.Future[agent_pb2.CommandResult]] = {}   # a task, or a queued profile's future
         self._cancel: dict[str, threading.Event] = {}
         self._training: set[str] = set()    # training commands running now (their own mode steps go through)
         self._attaching: set[str] = set()   # of those, the ones adopting an operator's training session
@@ -98,8 +107,8 @@ class CommandExecutor:
         # Profiles waiting for the board (number, id, request, cancel, future, the result to fill), run back to back
         # by one worker thread (``_profile_batch``); appended on the event loop, taken in the thread (a deque: both
         # are safe).
-        self._profile_q: deque[tuple[int, str, ProfileRequest, threading.Event, asyncio.Future[Any],
-                                     agent_pb2.ProfileResult]] = deque()
+        self._profile_q: deque[tuple[int, str, ProfileRequest, threading.Event,
+                                     asyncio.Future[agent_pb2.CommandResult], agent_pb2.CommandResult]] = deque()
         self._profiles_task: asyncio.Task[None] | None = None
         # Commands and queued profiles are numbered as they come (``_seq``): a command of another kind waiting for
         # the board (its number in ``_waiting``, the least in ``_first_waiting``, read by the worker thread) goes
@@ -110,8 +119,10 @@ class CommandExecutor:
         self._moved: list[asyncio.Future[None]] = []   # commands waiting for queued profiles to move
         self.profile_hops = 0      # worker-thread hops that ran queued profiles (tests and logs)
         self.profiles_run = 0      # profiles started on the board (tests: the board's own count)
-        # What the worker thread finished and the event loop has not collected yet (guarded by the lock).
-        self._finished: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        # What the worker thread finished and the event loop has not collected yet (guarded by the lock): each
+        # profile's future, its result (written), the mode it ran in, or why it failed.
+        self._finished: list[tuple[asyncio.Future[agent_pb2.CommandResult], agent_pb2.CommandResult,
+                                   PowerMode | None, BaseException | None]] = []
         self._finished_lock = threading.Lock()
         self.settled: deque[int] = deque(maxlen=64)   # results per collection, the recent ones (tests and logs)
 
@@ -139,8 +150,9 @@ class CommandExecutor:
         """A running command other than one adopting a training session ('' if none): what keeps a session off."""
         return next((c for c in self._running if c not in self._attaching), "")
 
-    def check(self, cmd: agent_pb2.Command) -> None:
-        """Refuse a malformed command before acknowledging it."""
+    def check(self, cmd: agent_pb2.Command) -> Checked:
+        """Refuse a malformed command before acknowledging it; what the check built, for ``execute`` (which then does
+        not check the command again)."""
         check_command_id(cmd.command_id, "command_id")
         kind = cmd.WhichOneof("kind")
         if kind == "set_mode":
@@ -158,7 +170,7 @@ class CommandExecutor:
                 check_attach(r)
                 if r.HasField("launch"):
                     self._launcher().check(r.launch)
-                return
+                return Checked()
             self.workloads.get(r.workload)
             check_run_args(r.minibatches, r.minibatch_size or defaults.MINIBATCH_SIZE, r.workers)
             if not 0 <= r.progress_interval_s <= MAX_PROGRESS_INTERVAL_S:
@@ -171,44 +183,52 @@ class CommandExecutor:
         elif kind == "cancel":
             check_command_id(cmd.cancel.target_command_id, "cancel.target_command_id")
         elif kind == "run_profile":
-            self._profile_request(cmd).check(self.workloads)
+            req = self._profile_request(cmd)
+            req.check(self.workloads)
+            return Checked(req)
         elif kind == "run_roofline":
             self.catalog.validate(mode_from_pb(cmd.run_roofline.mode))
             roofline.check_request(cmd.run_roofline.seconds, cmd.run_roofline.sample_interval_s)
         else:
             raise InvalidArgument("command has no kind", field="kind")
+        return Checked()
 
-    async def execute(self, cmd: agent_pb2.Command) -> agent_pb2.CommandResult:
+    async def execute(self, cmd: agent_pb2.Command, checked: Checked | None = None) -> agent_pb2.CommandResult:
         """Run a command at most once per id and return its result; a repeated id gets the same result.
 
-        A command in flight is joined, not restarted. Failures come back as a result with ``ok`` False,
-        never as an exception."""
+        ``checked``: what ``check`` returned for this very command (it is not checked again). A command in flight
+        is joined, not restarted. Failures come back as a result with ``ok`` False, never as an exception."""
         cid = cmd.command_id
         if cid in self._results:
             return self._results[cid]
-        task = self._running.get(cid)
-        if task is None:
+        run = self._running.get(cid)
+        if run is None:
             # The run belongs to the board, not to the session that asked for it: a session that ends (a stream
             # break, a controller restart) stops waiting, while the run goes on and its result is remembered when
             # it ends, so the id sent again joins the run or gets that result. It is never started twice.
-            task = self._running[cid] = asyncio.create_task(self._run(cmd))
-            task.add_done_callback(functools.partial(self._settled, cid))
-        return await asyncio.shield(task)
+            if checked is not None and checked.profile is not None and not self._held_by():
+                run = self._queue_profile(cmd, checked.profile)   # a campaign's mode: queued now, no task of its own
+            else:
+                run = asyncio.create_task(self._run(cmd, checked))
+            self._running[cid] = run
+            run.add_done_callback(functools.partial(self._settled, cid))
+        return await asyncio.shield(run)
 
-    def _settled(self, cid: str, task: asyncio.Task[agent_pb2.CommandResult]) -> None:
-        """A run ended: remember its result by id (``_run`` answers every failure with a result)."""
+    def _settled(self, cid: str, run: asyncio.Future[agent_pb2.CommandResult]) -> None:
+        """A run ended: remember its result by id (every failure is answered with a result)."""
         self._running.pop(cid, None)
-        if task.cancelled():   # the event loop is closing under it: nothing to remember
+        if run.cancelled():   # the event loop is closing under it: nothing to remember
             return
-        self._results[cid] = task.result()
+        self._results[cid] = run.result()
         while len(self._results) > self._remembered:
             self._results.popitem(last=False)
 
-    async def _run(self, cmd: agent_pb2.Command) -> agent_pb2.CommandResult:
+    async def _run(self, cmd: agent_pb2.Command, checked: Checked | None = None) -> agent_pb2.CommandResult:
         out = agent_pb2.CommandResult(command_id=cmd.command_id, ok=True)
         kind = cmd.WhichOneof("kind")
         try:
-            self.check(cmd)
+            if checked is None:
+                checked = self.check(cmd)
             if kind == "cancel":
                 target = cmd.cancel.target_command_id
                 ev = self._cancel.get(target)
@@ -224,14 +244,9 @@ class CommandExecutor:
             holder = self._held_by()
             if holder and not (kind == "run_training" and cmd.run_training.attach):
                 raise FailedPrecondition(f"the board is held by {holder}: one training at a time", field="board")
-            if kind == "run_profile":   # cancellable while it waits for the board (a campaign sends the next mode early)
-                self._cancel.setdefault(cmd.command_id, threading.Event())
-                try:
-                    await self._profile(cmd, out.profile)   # written there by the worker thread
-                except BaseException:
-                    out.ClearField("profile")
-                    raise
-                return out
+            if kind == "run_profile":
+                assert checked.profile is not None
+                return await self._queue_profile(cmd, checked.profile)
             async with self._board():
                 if kind == "run_training":
                     out.training.CopyFrom(await self._train(cmd))
@@ -246,9 +261,6 @@ class CommandExecutor:
             log.exception("command %s failed", cmd.command_id)
             out.ok = False
             out.error.CopyFrom(error_pb(e))
-        finally:
-            if kind == "run_profile":
-                self._cancel.pop(cmd.command_id, None)
         return out
 
     def _held_by(self) -> str:
@@ -322,21 +334,17 @@ class CommandExecutor:
         return ProfileRequest(r.workload, mode, r.minibatches, r.minibatch_size or defaults.MINIBATCH_SIZE, r.workers,
                               r.warmup_s if r.HasField("warmup_s") else None, r.sample_interval_s or defaults.SAMPLE_INTERVAL_S)
 
-    async def _profile(self, cmd: agent_pb2.Command, into: agent_pb2.ProfileResult) -> None:
-        """Queue the profile for the board and wait until its result is written ``into`` (``_run_profiles`` runs the
-        queue)."""
-        req = self._profile_request(cmd)
-        ev = self._cancel.setdefault(cmd.command_id, threading.Event())
-        fut: asyncio.Future[PowerMode] = asyncio.get_running_loop().create_future()
-        self._profile_q.append((self._next_seq(), cmd.command_id, req, ev, fut, into))
+    def _queue_profile(self, cmd: agent_pb2.Command, req: ProfileRequest) -> asyncio.Future[agent_pb2.CommandResult]:
+        """Queue a checked profile for the board (``_run_profiles`` runs the queue); the future of its result, which
+        the worker thread writes and ``_collect`` settles. Cancellable while it waits for the board (a campaign
+        sends the next modes early)."""
+        cid = cmd.command_id
+        ev = self._cancel[cid] = threading.Event()
+        fut: asyncio.Future[agent_pb2.CommandResult] = asyncio.get_running_loop().create_future()
+        self._profile_q.append((self._next_seq(), cid, req, ev, fut, agent_pb2.CommandResult(command_id=cid, ok=True)))
         if self._profiles_task is None:
             self._profiles_task = asyncio.create_task(self._run_profiles())
-        try:
-            mode = await fut
-        finally:
-            self._cancel.pop(cmd.command_id, None)
-        if self.metrics:
-            self.metrics.set_mode(mode)
+        return fut
 
     async def _run_profiles(self) -> None:
         """Hold the board and run the queued profiles in a worker thread until none is left; a command of another
@@ -379,13 +387,13 @@ class CommandExecutor:
                 break
             if self._first_waiting < seq:
                 break
-            _, cid, req, ev, fut, into = self._profile_q.popleft()
+            _, cid, req, ev, fut, out = self._profile_q.popleft()
             taken += 1
             if taken == 1:
                 self.profile_hops += 1   # a hop counts once it runs a profile
             columns = self.columns   # as the controller of the session now reads them
             start = time.perf_counter()
-            value: Any = None
+            mode: PowerMode | None = None
             error: BaseException | None = None
             try:
                 if ev.is_set():   # cancelled while it waited for the board: it never starts
@@ -393,12 +401,12 @@ class CommandExecutor:
                 self.profiles_run += 1
                 # the wire message too, here: a long window holds tens of thousands of samples
                 p = profile(self.device, req, self._observer(req.workload), ev, self.workloads)
-                profile_result_pb(p, columns=columns, into=into)
-                value = p.mode
+                profile_result_pb(p, columns=columns, into=out.profile)
+                mode = p.mode
             except Exception as e:   # answered as the command's failed result
                 error = e
             with self._finished_lock:
-                self._finished.append((fut, value, error))
+                self._finished.append((fut, out, mode, error))
             held += 1
             if time.perf_counter() - start >= HOLD_S or held >= MAX_HELD:
                 loop.call_soon_threadsafe(self._collect)
@@ -406,22 +414,29 @@ class CommandExecutor:
         return taken
 
     def _collect(self) -> None:
-        """On the event loop: settle the profiles the worker thread finished (in the order they ended)."""
+        """On the event loop: settle the profiles the worker thread finished (in the order they ended), a failure as
+        its failed result; the board's mode metric once, the last mode profiled."""
         with self._finished_lock:
             outcomes, self._finished = self._finished, []
-        if outcomes:
-            self.settled.append(len(outcomes))
-        for fut, value, error in outcomes:
-            if fut.done():
-                continue
-            if isinstance(error, StopIteration):   # a future cannot hold one
-                error = RuntimeError(f"profile failed: {error!r}")
+        if not outcomes:
+            return
+        self.settled.append(len(outcomes))
+        last: PowerMode | None = None
+        for fut, out, mode, error in outcomes:
+            self._cancel.pop(out.command_id, None)
             if error is not None:
-                fut.set_exception(error)
+                out.ok = False
+                out.ClearField("profile")
+                if not isinstance(error, JetfleetError):   # a device failure we did not foresee (error_pb logs it)
+                    log.error("command %s failed: %r", out.command_id, error)
+                out.error.CopyFrom(error_pb(error))
             else:
-                fut.set_result(value)
-        if outcomes:
-            self._queue_moved()
+                last = mode
+            if not fut.done():
+                fut.set_result(out)
+        if last is not None and self.metrics:
+            self.metrics.set_mode(last)
+        self._queue_moved()
 
     async def _roofline(self, cmd: agent_pb2.Command) -> agent_pb2.RooflineResult:
         r = cmd.run_roofline

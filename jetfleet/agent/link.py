@@ -4,6 +4,7 @@ commands; keep a bounded buffer while disconnected and reconnect with jittered b
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import re
@@ -85,6 +86,43 @@ def result_messages(result: agent_pb2.CommandResult, part_bytes: int = PART_BYTE
     tail.parts = len(out)
     out.append(agent_pb2.AgentMessage(result=tail))
     return out
+
+
+class _Acks:
+    """The accepted commands of one session not answered yet, acknowledged once they have run ACK_AFTER_S: one timer
+    for all of them (a campaign keeps dozens of quick modes in hand; a timer each cost the agent's event loop more
+    than the rest of a mode's command path)."""
+
+    def __init__(self, send: Callable[[str], None]) -> None:
+        self._send = send
+        self._since: dict[str, float] = {}   # command id -> when it was accepted, oldest first
+        self._timer: asyncio.TimerHandle | None = None
+
+    def accepted(self, command_id: str) -> None:
+        loop = asyncio.get_running_loop()
+        self._since.pop(command_id, None)   # the same id again: in order of the latest
+        self._since[command_id] = loop.time()
+        if self._timer is None:
+            self._timer = loop.call_later(ACK_AFTER_S, self._sweep)
+
+    def answered(self, command_id: str) -> None:
+        self._since.pop(command_id, None)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._since.clear()
+
+    def _sweep(self) -> None:
+        self._timer = None
+        now = asyncio.get_running_loop().time()
+        for cid, since in list(self._since.items()):
+            if now - since < ACK_AFTER_S:   # this one and those after it: not yet
+                self._timer = asyncio.get_running_loop().call_later(since + ACK_AFTER_S - now, self._sweep)
+                return
+            del self._since[cid]
+            self._send(cid)
 
 
 class AgentLink:
@@ -307,6 +345,7 @@ class AgentLink:
         async with channel:
             call = agent_pb2_grpc.AgentLinkStub(channel).Session(outgoing())
             tasks: list[asyncio.Task[None]] = []
+            acks: _Acks | None = None
             try:
                 first = await call.read()
                 if first is _EOF or first.WhichOneof("kind") != "welcome":
@@ -317,6 +356,7 @@ class AgentLink:
                 self._outq = outq
                 self.connected.set()
                 log.info("%s: connected to %s (session %s)", self.device_id, target, w.session_id)
+                acks = _Acks(functools.partial(self._ack, outq=outq))
                 tasks = [asyncio.create_task(self._send_loop(outq)), asyncio.create_task(self._heartbeat_loop(outq)),
                          asyncio.create_task(self._stop_watch(stop, call, outq))]
                 while True:
@@ -339,7 +379,7 @@ class AgentLink:
                                     command_id=cmd.command_id[:160], ok=False, error=error_pb(ResourceExhausted(
                                         f"{MAX_COMMANDS_IN_FLIGHT} commands are waiting already", field="command")))))
                                 continue
-                            tasks.append(asyncio.create_task(self._command(cmd, outq)))
+                            tasks.append(asyncio.create_task(self._command(cmd, outq, acks)))
                     elif kind == "notice":
                         log.warning("%s: controller refused a message: %s", self.device_id, msg.notice.error.message)
                         self.notices.append(msg.notice.error)
@@ -347,6 +387,8 @@ class AgentLink:
                 self._outq = None
                 for t in tasks:
                     t.cancel()
+                if acks is not None:
+                    acks.close()
                 outq.put_nowait(None)
 
     def _result_batch(self, first: agent_pb2.AgentMessage, outq: asyncio.Queue[agent_pb2.AgentMessage | None]
@@ -433,21 +475,22 @@ class AgentLink:
         self.acks_sent += 1
         outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=command_id, accepted=True)))
 
-    async def _command(self, cmd: agent_pb2.Command, outq: asyncio.Queue[agent_pb2.AgentMessage | None]) -> None:
+    async def _command(self, cmd: agent_pb2.Command, outq: asyncio.Queue[agent_pb2.AgentMessage | None],
+                       acks: _Acks) -> None:
         """Run a command and send its result: a refusal is acknowledged at once (the failed result follows), an
-        accepted command only once it has run ACK_AFTER_S without a result."""
+        accepted command only once it has run ACK_AFTER_S without a result (``acks``)."""
         try:
-            self.executor.check(cmd)
+            checked = self.executor.check(cmd)
         except JetfleetError as e:
             outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=cmd.command_id,
                                                                              accepted=False, error=error_pb(e))))
             result = await self.executor.execute(cmd)
         else:
-            timer = asyncio.get_running_loop().call_later(ACK_AFTER_S, self._ack, cmd.command_id, outq)
+            acks.accepted(cmd.command_id)
             try:
-                result = await self.executor.execute(cmd)
+                result = await self.executor.execute(cmd, checked)   # checked once, here
             finally:
-                timer.cancel()   # answered in time: the result is the acknowledgement
+                acks.answered(cmd.command_id)   # answered in time: the result is the acknowledgement
         messages = await to_thread(result_messages, result) if result.ByteSize() > PART_BYTES else [
             agent_pb2.AgentMessage(result=result)]
         for msg in messages:

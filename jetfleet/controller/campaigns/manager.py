@@ -50,7 +50,7 @@ from jetfleet.controller.retry import StoreBackoff, StoreRetry
 from jetfleet.controller.store import CampaignRecord, CommandRecord, ModeState, ProfileRecord
 from jetfleet.shared import defaults
 from jetfleet.shared.bounds import check_id
-from jetfleet.shared.catalog import Catalog, builtin_catalogs, catalog_from_dict
+from jetfleet.shared.catalog import Catalog, PowerMode, builtin_catalogs, catalog_from_dict
 from jetfleet.shared.errors import (
     Cancelled,
     DeadlineExceeded,
@@ -231,16 +231,22 @@ class CampaignManager:
 
     def _holds(self, run: Run, device: LiveDevice, mode: str) -> bool:
         """Whether the board's own catalog holds ``mode`` (boards of one model may differ), cached per catalog."""
+        return self._parsed(run, device, mode) is not None
+
+    @staticmethod
+    def _parsed(run: Run, device: LiveDevice, mode: str) -> PowerMode | None:
+        """``mode`` as the board's own catalog has it, None if it has not (parsed once per catalog)."""
         key = (id(device.catalog), mode)
-        ok = run.holds.get(key)
-        if ok is None:
-            try:
-                device.catalog.parse_mode(mode)
-                ok = True
-            except InvalidArgument:
-                ok = False
-            run.holds[key] = ok
-        return ok
+        try:
+            return run.holds[key]
+        except KeyError:
+            pass
+        try:
+            parsed: PowerMode | None = device.catalog.parse_mode(mode)
+        except InvalidArgument:
+            parsed = None
+        run.holds[key] = parsed
+        return parsed
 
     async def _drive(self, run: Run) -> None:
         while run.rec.status == "running":
@@ -335,8 +341,10 @@ class CampaignManager:
         answer: agent_pb2.CommandResult | None = None   # a result that came back (and was then refused)
         try:
             live = self.registry.get(device)
-            cmd = profile_command(run.rec.workload, live.catalog.parse_mode(mode), run.rec.minibatches,
-                                  self._command_id(run, mode, device))
+            parsed = self._parsed(run, live, mode)
+            if parsed is None:   # taken for a catalog that holds it: the board came back with another (it says why)
+                parsed = live.catalog.parse_mode(mode)
+            cmd = profile_command(run.rec.workload, parsed, run.rec.minibatches, self._command_id(run, mode, device))
             placed = run.order.sent(device, cmd.command_id, live.instance_id)
             # Unlogged: the result, the mode's state and the command's log entry are stored in one write below.
             try:

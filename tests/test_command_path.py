@@ -1,0 +1,122 @@
+"""The agent's path for a command it has checked (the link checks each command once, before it acknowledges it,
+and hands what the check built to the executor): a profile queued that way is still run once per id and
+remembered after the session that asked for it went away, a failure still comes back as its result, and the
+board's mode metric shows the last mode profiled. Acknowledgements: a command answered within ACK_AFTER_S goes
+without one, one still running then gets exactly one. Read from the board's own counts (``profiles_run``) and
+the messages the agent queued for the controller."""
+
+from __future__ import annotations
+
+import asyncio
+
+from jetfleet.agent import executor as executor_mod
+from jetfleet.agent import link as link_mod
+from jetfleet.agent.executor import CommandExecutor
+from jetfleet.agent.metrics import AgentMetrics
+from jetfleet.controller.campaigns.results import profile_command
+from jetfleet.shared.catalog import get_catalog
+from jetfleet.shared.proto import agent_pb2
+from jetfleet.twin.board import EmulatedBoard
+
+from .test_training_commands import until
+
+ORIN = get_catalog("agx-orin")
+MODES = ORIN.grid("powertrain")[::700][:4]
+
+
+def test_a_checked_profile_runs_once_and_is_remembered_after_the_session_that_sent_it_ended():
+    async def scenario():   # type: ignore[no-untyped-def]
+        ex = CommandExecutor(EmulatedBoard("agx-orin", 0, speed=60.0))   # ~0.1 s of wall time a profile
+        cmd = profile_command("resnet18", MODES[0], 40, "camp-1-0-orin")
+        waiter = asyncio.create_task(ex.execute(cmd, ex.check(cmd)))
+        await until(lambda: ex.profiles_run == 1)
+        waiter.cancel()   # the session that sent it ended (a stream break): the run goes on
+        joined = await ex.execute(cmd, ex.check(cmd))   # the controller sends the id again on its next session
+        again = await ex.execute(cmd)
+        return ex, waiter, joined, again
+
+    ex, waiter, joined, again = asyncio.run(scenario())
+    assert waiter.cancelled()
+    assert joined.ok and joined is again, (joined.error, again.error)
+    assert ex.profiles_run == 1   # the board profiled it once
+    assert len(joined.profile.minibatch_times_s) >= 40
+
+
+def test_a_checked_profile_that_fails_comes_back_as_its_failed_result_without_a_profile():
+    async def scenario():   # type: ignore[no-untyped-def]
+        ex = CommandExecutor(EmulatedBoard("agx-orin", 0, speed=60.0))
+        first, second = (profile_command("resnet18", m, 40, f"p-{i}") for i, m in enumerate(MODES[:2]))
+        running = asyncio.create_task(ex.execute(first, ex.check(first)))
+        queued = asyncio.create_task(ex.execute(second, ex.check(second)))
+        await until(lambda: ex.profiles_run == 1)
+        cancel = await ex.execute(agent_pb2.Command(command_id="c-1", cancel=agent_pb2.Cancel(target_command_id="p-1")))
+        return ex, await running, await queued, cancel
+
+    ex, ran, cancelled, cancel = asyncio.run(scenario())
+    assert ran.ok and cancel.ok and cancel.cancelled
+    assert not cancelled.ok and cancelled.error.code == "CANCELLED" and "before it started" in cancelled.error.message
+    assert not cancelled.HasField("profile")
+    assert ex.profiles_run == 1   # the cancelled one never started
+
+
+def test_the_mode_metric_shows_the_last_mode_profiled(monkeypatch):
+    monkeypatch.setattr(executor_mod, "HOLD_S", 30.0)   # the four results go back to the event loop together
+    board = EmulatedBoard("agx-orin", 0)
+    metrics = AgentMetrics(board.catalog, "orin-3")
+    ex = CommandExecutor(board, metrics=metrics)
+    cmds = [profile_command("resnet18", m, 40, f"p-{i}") for i, m in enumerate(MODES)]
+
+    async def scenario():   # type: ignore[no-untyped-def]
+        return await asyncio.gather(*(ex.execute(c, ex.check(c)) for c in cmds))
+
+    results = asyncio.run(scenario())
+    assert all(r.ok for r in results)
+    shown = metrics.registry.get_sample_value("jetfleet_agent_power_mode_info",
+                                              {"device": "orin-3", "mode": str(MODES[-1]), "preset": "",
+                                               "board_model": "agx-orin"})
+    assert list(ex.settled) == [len(MODES)] and ex.profiles_run == len(MODES)
+    assert shown == 1.0
+
+
+def test_only_commands_still_running_after_ack_after_s_are_acknowledged_once_each():
+    async def scenario():   # type: ignore[no-untyped-def]
+        sent: list[str] = []
+        acks = link_mod._Acks(sent.append)
+        loop = asyncio.get_running_loop()
+        acks.accepted("slow-1")
+        first = loop.time()
+        await until(lambda: loop.time() >= first + link_mod.ACK_AFTER_S / 2, 5)
+        acks.accepted("quick")
+        acks.accepted("slow-2")            # not due yet when slow-1 is: the one timer is set again for it
+        acks.answered("quick")             # its result went back in time: no ack
+        await until(lambda: len(sent) == 2, 5)
+        acks.answered("slow-1")            # its result after its ack: nothing more
+        acks.accepted("quick-2")
+        acks.answered("quick-2")
+        acks.accepted("slow-3")            # accepted after quick-2 was answered: its ack comes after quick-2's would
+        await until(lambda: len(sent) == 3, 5)
+        acks.close()
+        return sent
+
+    assert asyncio.run(scenario()) == ["slow-1", "slow-2", "slow-3"]
+
+
+def test_the_command_log_keeps_a_profile_result_without_its_samples():
+    from jetfleet.agent.profiler import ProfileRequest, profile, profile_result_pb
+    from jetfleet.controller.commands import command_record
+
+    board = EmulatedBoard("agx-orin", 0)
+    p = profile_result_pb(profile(board, ProfileRequest("resnet18", MODES[1])), columns=True)
+    result = agent_pb2.CommandResult(command_id="c-9", ok=True, profile=p, parts=2)
+    result.error.message = "kept as sent"
+    cmd = profile_command("resnet18", MODES[1], 40, "c-9")
+    entry = command_record("orin-0", cmd, 1.0, result=result, finished_s=2.0).result
+    m = MODES[1]
+    assert entry == {"commandId": "c-9", "ok": True, "error": {"message": "kept as sent"},
+                     "profile": {"workload": "resnet18",
+                                 "mode": {"cores": m.cores, "cpuMhz": m.cpu_mhz, "gpuMhz": m.gpu_mhz, "memMhz": m.mem_mhz},
+                                 "steadyStateFound": True, "windowStartS": p.window_start_s,
+                                 "windowEndS": p.window_end_s},
+                     "compacted": True, "samples": p.power_columns.samples,
+                     "minibatches": len(p.minibatch_times_s)}, entry
+    assert p.power_columns.samples > 0 and len(result.profile.minibatch_times_s) >= 40   # the result is left whole
