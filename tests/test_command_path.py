@@ -15,6 +15,7 @@ from jetfleet.agent.executor import CommandExecutor
 from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.controller.campaigns.results import profile_command
 from jetfleet.shared.catalog import get_catalog
+from jetfleet.shared.convert import mode_to_pb
 from jetfleet.shared.proto import agent_pb2
 from jetfleet.twin.board import EmulatedBoard
 
@@ -40,6 +41,7 @@ def test_a_checked_profile_runs_once_and_is_remembered_after_the_session_that_se
     assert joined.ok and joined is again, (joined.error, again.error)
     assert ex.profiles_run == 1   # the board profiled it once
     assert len(joined.profile.minibatch_times_s) >= 40
+    assert not ex._cancel and not ex._running   # nothing of it left in hand
 
 
 def test_a_checked_profile_that_fails_comes_back_as_its_failed_result_without_a_profile():
@@ -57,6 +59,7 @@ def test_a_checked_profile_that_fails_comes_back_as_its_failed_result_without_a_
     assert not cancelled.ok and cancelled.error.code == "CANCELLED" and "before it started" in cancelled.error.message
     assert not cancelled.HasField("profile")
     assert ex.profiles_run == 1   # the cancelled one never started
+    assert not ex._cancel and not ex._running
 
 
 def test_the_mode_metric_shows_the_last_mode_profiled(monkeypatch):
@@ -81,24 +84,38 @@ def test_the_mode_metric_shows_the_last_mode_profiled(monkeypatch):
 def test_only_commands_still_running_after_ack_after_s_are_acknowledged_once_each():
     async def scenario():   # type: ignore[no-untyped-def]
         sent: list[str] = []
-        acks = link_mod._Acks(sent.append)
         loop = asyncio.get_running_loop()
-        acks.accepted("slow-1")
+        accepted_at: dict[str, float] = {}
+        late: list[float] = []   # how long after its acceptance each ack went
+
+        def ack(cid: str) -> None:
+            sent.append(cid)
+            late.append(loop.time() - accepted_at[cid])
+
+        acks = link_mod._Acks(ack)
+
+        def accept(cid: str) -> None:
+            accepted_at[cid] = loop.time()
+            acks.accepted(cid)
+
+        accept("slow-1")
         first = loop.time()
         await until(lambda: loop.time() >= first + link_mod.ACK_AFTER_S / 2, 5)
-        acks.accepted("quick")
-        acks.accepted("slow-2")            # not due yet when slow-1 is: the one timer is set again for it
+        accept("quick")
+        accept("slow-2")                   # not due yet when slow-1 is: the one timer is set again for it
         acks.answered("quick")             # its result went back in time: no ack
         await until(lambda: len(sent) == 2, 5)
         acks.answered("slow-1")            # its result after its ack: nothing more
-        acks.accepted("quick-2")
+        accept("quick-2")
         acks.answered("quick-2")
-        acks.accepted("slow-3")            # accepted after quick-2 was answered: its ack comes after quick-2's would
+        accept("slow-3")                   # accepted after quick-2 was answered: its ack comes after quick-2's would
         await until(lambda: len(sent) == 3, 5)
         acks.close()
-        return sent
+        return sent, late
 
-    assert asyncio.run(scenario()) == ["slow-1", "slow-2", "slow-3"]
+    sent, late = asyncio.run(scenario())
+    assert sent == ["slow-1", "slow-2", "slow-3"]
+    assert min(late) >= link_mod.ACK_AFTER_S, late   # none before its time
 
 
 def test_the_command_log_keeps_a_profile_result_without_its_samples():
@@ -120,3 +137,61 @@ def test_the_command_log_keeps_a_profile_result_without_its_samples():
                      "compacted": True, "samples": p.power_columns.samples,
                      "minibatches": len(p.minibatch_times_s)}, entry
     assert p.power_columns.samples > 0 and len(result.profile.minibatch_times_s) >= 40   # the result is left whole
+
+
+def test_a_profile_that_fails_on_the_board_comes_back_internal_without_the_part_it_wrote(monkeypatch):
+    def broken(p, *, columns, into):   # type: ignore[no-untyped-def]
+        into.workload = p.workload   # half written when building the message fails
+        raise RuntimeError("nvpmodel: device busy")
+
+    monkeypatch.setattr(executor_mod, "profile_result_pb", broken)
+
+    async def scenario():   # type: ignore[no-untyped-def]
+        ex = CommandExecutor(EmulatedBoard("agx-orin", 0))
+        cmd = profile_command("resnet18", MODES[0], 40, "p-broken")
+        return ex, await ex.execute(cmd, ex.check(cmd))
+
+    ex, result = asyncio.run(scenario())
+    assert not result.ok and result.error.code == "INTERNAL", result
+    assert not result.HasField("profile")
+    assert ex.profiles_run == 1 and not ex._cancel and not ex._running
+
+
+def _agent(speed: float):   # type: ignore[no-untyped-def]
+    from jetfleet.agent.config import AgentConfig
+    from jetfleet.agent.link import AgentLink
+
+    return AgentLink(EmulatedBoard("agx-orin", 0, speed=speed), AgentConfig())
+
+
+def test_commands_of_one_batch_run_in_the_order_they_came_whatever_their_kind():
+    """A CommandBatch starts one task per command, in order: a profile after a set_mode, a training or a cancel
+    must not be queued for the board before them."""
+    step = agent_pb2.Command(command_id="s-1", set_mode=agent_pb2.SetMode(mode=mode_to_pb(MODES[1])))
+    cancel = agent_pb2.Command(command_id="c-1", cancel=agent_pb2.Cancel(target_command_id="p-1"))
+    train = agent_pb2.Command(command_id="t-1", run_training=agent_pb2.RunTraining(workload="resnet18",
+                                                                                  minibatches=20))
+
+    async def batch(cmds):   # type: ignore[no-untyped-def]
+        link = _agent(60.0)
+        outq: asyncio.Queue = asyncio.Queue()
+        acks = link_mod._Acks(lambda cid: None)
+        await asyncio.gather(*[asyncio.create_task(link._command(c, outq, acks)) for c in cmds])
+        results = []
+        while not outq.empty():
+            msg = outq.get_nowait()
+            if msg.WhichOneof("kind") == "result":
+                results.append(msg.result)
+        return link, results
+
+    profile = profile_command("resnet18", MODES[0], 40, "p-1")
+    link, results = asyncio.run(batch([step, profile]))
+    assert [r.command_id for r in results] == ["s-1", "p-1"] and all(r.ok for r in results)
+    assert link.device.read_mode() == MODES[0]   # the profile's mode last: it ran after the step
+
+    link, results = asyncio.run(batch([train, profile]))
+    assert [r.command_id for r in results] == ["t-1", "p-1"] and all(r.ok for r in results)
+
+    link, results = asyncio.run(batch([cancel, profile]))   # the cancel came first: nothing of that id to stop yet
+    assert [(r.command_id, r.ok) for r in results] == [("c-1", True), ("p-1", True)]
+    assert not results[0].cancelled and link.executor.profiles_run == 1

@@ -94,6 +94,7 @@ class CommandExecutor:
         self.launcher = launcher   # the job templates it may launch (``launcher.py``); None: it launches nothing
         self._results: OrderedDict[str, agent_pb2.CommandResult] = OrderedDict()
         self._running: dict[str, asyncio.Future[agent_pb2.CommandResult]] = {}   # a task, or a queued profile's future
+        self._starting: set[asyncio.Future[agent_pb2.CommandResult]] = set()   # of those tasks, the ones not started
         self._cancel: dict[str, threading.Event] = {}
         self._training: set[str] = set()    # training commands running now (their own mode steps go through)
         self._attaching: set[str] = set()   # of those, the ones adopting an operator's training session
@@ -206,10 +207,13 @@ class CommandExecutor:
             # The run belongs to the board, not to the session that asked for it: a session that ends (a stream
             # break, a controller restart) stops waiting, while the run goes on and its result is remembered when
             # it ends, so the id sent again joins the run or gets that result. It is never started twice.
-            if checked is not None and checked.profile is not None and not self._held_by():
-                run = self._queue_profile(cmd, checked.profile)   # a campaign's mode: queued now, no task of its own
+            # A campaign's mode is queued now, with no task of its own, unless a command that came before it has a
+            # task that has not started yet (it takes its place in order when it starts: this one waits its turn).
+            if checked is not None and checked.profile is not None and not self._starting and not self._held_by():
+                run = self._queue_profile(cmd, checked.profile)
             else:
                 run = asyncio.create_task(self._run(cmd, checked))
+                self._starting.add(run)
             self._running[cid] = run
             run.add_done_callback(functools.partial(self._settled, cid))
         return await asyncio.shield(run)
@@ -217,6 +221,7 @@ class CommandExecutor:
     def _settled(self, cid: str, run: asyncio.Future[agent_pb2.CommandResult]) -> None:
         """A run ended: remember its result by id (every failure is answered with a result)."""
         self._running.pop(cid, None)
+        self._starting.discard(run)   # (a task cancelled before it started)
         if run.cancelled():   # the event loop is closing under it: nothing to remember
             return
         self._results[cid] = run.result()
@@ -224,6 +229,7 @@ class CommandExecutor:
             self._results.popitem(last=False)
 
     async def _run(self, cmd: agent_pb2.Command, checked: Checked | None = None) -> agent_pb2.CommandResult:
+        self._starting.discard(asyncio.current_task())   # type: ignore[arg-type]
         out = agent_pb2.CommandResult(command_id=cmd.command_id, ok=True)
         kind = cmd.WhichOneof("kind")
         try:

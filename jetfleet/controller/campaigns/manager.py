@@ -236,16 +236,16 @@ class CampaignManager:
     @staticmethod
     def _parsed(run: Run, device: LiveDevice, mode: str) -> PowerMode | None:
         """``mode`` as the board's own catalog has it, None if it has not (parsed once per catalog)."""
-        key = (id(device.catalog), mode)
+        catalog = device.catalog   # a new one each time the board says hello
+        key = (id(catalog), mode)
+        seen = run.holds.get(key)
+        if seen is not None and seen[0] is catalog:
+            return seen[1]
         try:
-            return run.holds[key]
-        except KeyError:
-            pass
-        try:
-            parsed: PowerMode | None = device.catalog.parse_mode(mode)
+            parsed: PowerMode | None = catalog.parse_mode(mode)
         except InvalidArgument:
             parsed = None
-        run.holds[key] = parsed
+        run.holds[key] = (catalog, parsed)
         return parsed
 
     async def _drive(self, run: Run) -> None:

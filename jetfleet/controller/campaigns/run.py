@@ -11,7 +11,7 @@ from typing import Any
 
 from jetfleet.controller.campaigns.board_order import BoardOrder
 from jetfleet.controller.store import CampaignRecord, ModeState
-from jetfleet.shared.catalog import PowerMode
+from jetfleet.shared.catalog import Catalog, PowerMode
 
 
 @dataclass(eq=False)
@@ -29,8 +29,9 @@ class Run:
     durations: deque[float] = field(default_factory=lambda: deque(maxlen=50))
     errors: deque[str] = field(default_factory=lambda: deque(maxlen=10))
     retries: int = 0
-    # (catalog id, mode) -> the mode as that catalog has it, None if it has not (parsed once a catalog)
-    holds: dict[tuple[int, str], PowerMode | None] = field(default_factory=dict)
+    # (catalog id, mode) -> that catalog (held: its id is not reused meanwhile) and the mode as it has it, None if it
+    # has not (parsed once a catalog)
+    holds: dict[tuple[int, str], tuple[Catalog, PowerMode | None]] = field(default_factory=dict)
     rounds: dict[str, int] = field(default_factory=dict)   # mode -> failed answers from boards (command id suffix)
     on_board: dict[str, set[str]] = field(default_factory=dict)   # device -> modes sent there and not answered
     order: BoardOrder = field(default_factory=BoardOrder)   # each board's commands in the order it runs them
