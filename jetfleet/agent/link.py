@@ -116,10 +116,11 @@ class _Acks:
 
     def _sweep(self) -> None:
         self._timer = None
-        now = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         for cid, since in list(self._since.items()):
             if now - since < ACK_AFTER_S:   # this one and those after it: not yet
-                self._timer = asyncio.get_running_loop().call_later(since + ACK_AFTER_S - now, self._sweep)
+                self._timer = loop.call_later(since + ACK_AFTER_S - now, self._sweep)
                 return
             del self._since[cid]
             self._send(cid)

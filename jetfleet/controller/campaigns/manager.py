@@ -239,7 +239,7 @@ class CampaignManager:
         catalog = device.catalog   # a new one each time the board says hello
         key = (id(catalog), mode)
         seen = run.holds.get(key)
-        if seen is not None and seen[0] is catalog:
+        if seen is not None:   # that very catalog: the entry holds it, so its id is not another's
             return seen[1]
         try:
             parsed: PowerMode | None = catalog.parse_mode(mode)
