@@ -4,11 +4,14 @@ for a profile (its warm-up included); only the training counts as trained work."
 from __future__ import annotations
 
 import asyncio
+import random
+import time
 
 import pytest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from jetfleet.agent.executor import CommandExecutor
-from jetfleet.agent.metrics import AgentMetrics
+from jetfleet.agent.metrics import MINIBATCH_BUCKETS_S, AgentMetrics
 from jetfleet.shared.convert import mode_to_pb
 from jetfleet.shared.proto import agent_pb2
 from jetfleet.twin.board import EmulatedBoard
@@ -43,3 +46,39 @@ def test_minibatch_histogram_counts_each_run_under_its_own_workload():
     assert value(f"{hist}_count", "mobilenet_v3") > len(kept)
     assert value(f"{hist}_sum", "mobilenet_v3") > sum(kept)
     assert value("jetfleet_agent_trained_minibatches_total", "mobilenet_v3") is None
+
+
+def _exposed(registry: CollectorRegistry, name: str) -> list[str]:
+    """The exposition lines of ``name``'s family, its _created samples left out (they are creation times)."""
+    return [line for line in generate_latest(registry).decode().splitlines()
+            if line.split("{")[0].split(" ")[-1].startswith(name) and "_created" not in line]
+
+
+def test_the_minibatch_histogram_is_exposed_as_prometheus_clients_histogram_would_expose_it():
+    # The agent's own histogram (one bisection and one lock an observation) must stay what dashboards read: the
+    # same buckets with the same le labels, counts, sum; values on a bound, beyond the last bound, and NaN.
+    name = "jetfleet_agent_minibatch_duration_seconds"
+    metrics = AgentMetrics(EmulatedBoard("agx-orin", 0).catalog, "orin-7")
+    reference = CollectorRegistry()
+    hist = Histogram(name, "Training minibatch duration", ["device", "workload"], buckets=MINIBATCH_BUCKETS_S,
+                     registry=reference)
+    rng = random.Random(5)
+    values = [*MINIBATCH_BUCKETS_S, 0.0, 0.0049, 30.0001, 1e9, *[rng.uniform(0, 40) for _ in range(300)],
+              *[rng.uniform(0, 0.06) for _ in range(300)]]
+    for workload in ("resnet18", "bert"):
+        observe = metrics.minibatch_observer(workload)
+        for v in values:
+            observe(v)
+            hist.labels("orin-7", workload).observe(v)
+    ours, theirs = _exposed(metrics.registry, name), _exposed(reference, name)
+    assert len(ours) == 2 * (len(MINIBATCH_BUCKETS_S) + 1 + 2)   # per series: its buckets, +Inf, count, sum
+    assert ours == theirs
+    assert metrics.registry.get_sample_value(f"{name}_count", {"device": "orin-7", "workload": "bert"}) == len(values)
+    created = metrics.registry.get_sample_value(f"{name}_created", {"device": "orin-7", "workload": "bert"})
+    assert created is not None and abs(created - time.time()) < 600
+
+    metrics.minibatch_observer("bert")(float("nan"))   # no bucket, the sum NaN (as prometheus_client has it)
+    hist.labels("orin-7", "bert").observe(float("nan"))
+    assert _exposed(metrics.registry, name) == _exposed(reference, name)
+    with pytest.raises(ValueError, match="2 label values"):
+        metrics.minibatch.labels("orin-7")

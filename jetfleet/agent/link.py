@@ -405,11 +405,14 @@ class AgentLink:
             return size[0] <= MAX_BATCH_BYTES
 
         more, carry = take_queued(outq, fits, MAX_BATCH_RESULTS - 1)
-        results = [first.result] + [m.result for m in more if m is not None]
-        if len(results) == 1:
+        if not any(m is not None for m in more):
             return first, carry
         self.result_batches += 1
-        return agent_pb2.AgentMessage(results=agent_pb2.ResultBatch(results=results)), carry
+        batch = agent_pb2.AgentMessage()
+        # extend, not AgentMessage(results=ResultBatch(results=...)): with upb, handing the constructor a message that
+        # holds repeated messages copies them field by field (~35 us a 40 KB profile result, 1 us this way)
+        batch.results.results.extend([first.result] + [m.result for m in more if m is not None])
+        return batch, carry
 
     def _welcome(self, w: agent_pb2.Welcome) -> None:
         """Take the controller's intervals and batch size where they are within WELCOME_BOUNDS; keep our own otherwise."""
@@ -492,7 +495,10 @@ class AgentLink:
                 result = await self.executor.execute(cmd, checked)   # checked once, here
             finally:
                 acks.answered(cmd.command_id)   # answered in time: the result is the acknowledgement
-        messages = await to_thread(result_messages, result) if result.ByteSize() > PART_BYTES else [
-            agent_pb2.AgentMessage(result=result)]
-        for msg in messages:
-            outq.put_nowait(msg)
+        if result.ByteSize() > PART_BYTES:
+            for msg in await to_thread(result_messages, result):
+                outq.put_nowait(msg)
+            return
+        msg = agent_pb2.AgentMessage()
+        msg.result.CopyFrom(result)   # half of what AgentMessage(result=result) costs (upb)
+        outq.put_nowait(msg)
