@@ -8,6 +8,9 @@ the messages the agent queued for the controller."""
 from __future__ import annotations
 
 import asyncio
+import math
+
+import grpc
 
 from jetfleet.agent import executor as executor_mod
 from jetfleet.agent import link as link_mod
@@ -16,7 +19,7 @@ from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.controller.campaigns.results import profile_command
 from jetfleet.shared.catalog import get_catalog
 from jetfleet.shared.convert import mode_to_pb
-from jetfleet.shared.proto import agent_pb2
+from jetfleet.shared.proto import agent_pb2, agent_pb2_grpc
 from jetfleet.twin.board import EmulatedBoard
 
 from .test_training_commands import until
@@ -165,8 +168,9 @@ def _agent(speed: float):   # type: ignore[no-untyped-def]
 
 
 def test_commands_of_one_batch_run_in_the_order_they_came_whatever_their_kind():
-    """A CommandBatch starts one task per command, in order: a profile after a set_mode, a training or a cancel
-    must not be queued for the board before them."""
+    """A CommandBatch's commands are started in order as the session's read loop starts them (``_start``): a
+    profile after a set_mode, a training or a cancel must not be queued for the board before them, though a profile
+    alone is queued at once, without a task."""
     step = agent_pb2.Command(command_id="s-1", set_mode=agent_pb2.SetMode(mode=mode_to_pb(MODES[1])))
     cancel = agent_pb2.Command(command_id="c-1", cancel=agent_pb2.Cancel(target_command_id="p-1"))
     train = agent_pb2.Command(command_id="t-1", run_training=agent_pb2.RunTraining(workload="resnet18",
@@ -176,12 +180,15 @@ def test_commands_of_one_batch_run_in_the_order_they_came_whatever_their_kind():
         link = _agent(60.0)
         outq: asyncio.Queue = asyncio.Queue()
         acks = link_mod._Acks(lambda cid: None)
-        await asyncio.gather(*[asyncio.create_task(link._command(c, outq, acks)) for c in cmds])
+        in_hand = link_mod._InHand()
+        for c in cmds:
+            link._start(c, outq, acks, in_hand)
         results = []
-        while not outq.empty():
-            msg = outq.get_nowait()
+        while len(results) < len(cmds):
+            msg = await asyncio.wait_for(outq.get(), 30)
             if msg.WhichOneof("kind") == "result":
                 results.append(msg.result)
+        assert in_hand.count == 0 and not link._unstarted
         return link, results
 
     profile = profile_command("resnet18", MODES[0], 40, "p-1")
@@ -195,3 +202,91 @@ def test_commands_of_one_batch_run_in_the_order_they_came_whatever_their_kind():
     link, results = asyncio.run(batch([cancel, profile]))   # the cancel came first: nothing of that id to stop yet
     assert [(r.command_id, r.ok) for r in results] == [("c-1", True), ("p-1", True)]
     assert not results[0].cancelled and link.executor.profiles_run == 1
+
+
+class _ScriptedController(agent_pb2_grpc.AgentLinkServicer):
+    """A controller of the agent's real gRPC session that, on each session, welcomes the agent (batches on), sends
+    the CommandBatch ``script`` gives for that session's number, and collects the results until it has ``until``
+    of them (then ends the session)."""
+
+    def __init__(self, script, until) -> None:   # type: ignore[no-untyped-def]
+        self.script, self.until = script, until
+        self.sessions = 0
+        self.results: list[list[agent_pb2.CommandResult]] = []
+        self.done = asyncio.Event()
+
+    async def Session(self, requests, context):   # type: ignore[no-untyped-def]  # noqa: N802 - the service's name
+        n = self.sessions
+        self.sessions += 1
+        got: list[agent_pb2.CommandResult] = []
+        self.results.append(got)
+        await context.write(agent_pb2.ControllerMessage(welcome=agent_pb2.Welcome(
+            session_id=f"s-{n}", heartbeat_interval_s=5, telemetry_interval_s=5, batches=True)))
+        sent = False
+        async for msg in requests:
+            if not sent:   # after the hello
+                msg2 = agent_pb2.ControllerMessage()
+                msg2.commands.commands.extend(self.script(n))
+                await context.write(msg2)
+                sent = True
+            kind = msg.WhichOneof("kind")
+            got.extend([msg.result] if kind == "result" else msg.results.results if kind == "results" else [])
+            if len(got) >= self.until(n):
+                if self.until(n + 1) == 0:   # no session after this one
+                    self.done.set()
+                return
+
+
+def _with_agent(controller: _ScriptedController, speed: float):   # type: ignore[no-untyped-def]
+    """Run the real agent link against ``controller`` until it is done; the link."""
+    from jetfleet.agent.config import AgentConfig
+    from jetfleet.agent.link import AgentLink
+
+    async def scenario():   # type: ignore[no-untyped-def]
+        server = grpc.aio.server()
+        agent_pb2_grpc.add_AgentLinkServicer_to_server(controller, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        link = AgentLink(EmulatedBoard("agx-orin", 0, speed=speed),
+                         AgentConfig(controller=f"127.0.0.1:{port}", backoff_base_s=0.05, backoff_max_s=0.2))
+        stop = asyncio.Event()
+        running = asyncio.create_task(link.run(stop))
+        try:
+            await asyncio.wait_for(controller.done.wait(), 60)
+        finally:
+            stop.set()
+            await asyncio.wait_for(running, 30)
+            await server.stop(None)
+        return link
+
+    return asyncio.run(scenario())
+
+
+def test_commands_over_the_in_flight_bound_are_refused_though_profiles_wait_without_tasks():
+    """A batch of more checked profiles than MAX_COMMANDS_IN_FLIGHT: those beyond the bound are refused as
+    RESOURCE_EXHAUSTED and never run (the profiles queued without a task of their own count toward it)."""
+    n = link_mod.MAX_COMMANDS_IN_FLIGHT + 6
+    cmds = [profile_command("resnet18", ORIN.grid("powertrain")[i], 40, f"p-{i}") for i in range(n)]
+    controller = _ScriptedController(lambda s: cmds if s == 0 else [], lambda s: n if s == 0 else 0)
+    link = _with_agent(controller, math.inf)
+    got = controller.results[0]
+    refused = [r for r in got if not r.ok]
+    assert len(got) == n and len({r.command_id for r in got}) == n
+    assert [r.command_id for r in refused] == [f"p-{i}" for i in range(link_mod.MAX_COMMANDS_IN_FLIGHT, n)]
+    assert all(r.error.code == "RESOURCE_EXHAUSTED" and "commands are waiting already" in r.error.message
+               for r in refused)
+    assert link.executor.profiles_run == link_mod.MAX_COMMANDS_IN_FLIGHT   # the board ran the accepted ones only
+
+
+def test_profiles_in_hand_when_a_session_ends_run_once_and_are_answered_on_the_next_session():
+    """The session ends after the first result of three queued profiles: the other two go on (the board's), are
+    not sent on the dead session, and the same ids sent on the next session get their results without a second
+    run."""
+    cmds = [profile_command("resnet18", m, 40, f"p-{i}") for i, m in enumerate(MODES[:3])]
+    controller = _ScriptedController(lambda s: cmds if s < 2 else [], lambda s: (1, 3)[s] if s < 2 else 0)
+    link = _with_agent(controller, 60.0)   # ~0.1 s a profile
+    first, second = controller.results[:2]
+    assert [r.command_id for r in first] == ["p-0"]
+    assert sorted(r.command_id for r in second) == ["p-0", "p-1", "p-2"] and all(r.ok for r in second)
+    assert link.executor.profiles_run == 3   # each once, across both sessions
+    assert {r.command_id: r.profile.window_start_s for r in second}["p-0"] == first[0].profile.window_start_s

@@ -199,6 +199,15 @@ class CommandExecutor:
 
         ``checked``: what ``check`` returned for this very command (it is not checked again). A command in flight
         is joined, not restarted. Failures come back as a result with ``ok`` False, never as an exception."""
+        run = self.submit(cmd, checked)
+        if isinstance(run, agent_pb2.CommandResult):
+            return run
+        return await asyncio.shield(run)   # a waiter that gives up (its session ended) does not stop the run
+
+    def submit(self, cmd: agent_pb2.Command, checked: Checked | None = None
+               ) -> agent_pb2.CommandResult | asyncio.Future[agent_pb2.CommandResult]:
+        """``execute`` without the wait: the result remembered for this id, or the run's future (the run in flight
+        with this id, joined; else a new one). Whoever holds the future must not cancel it: the run is the board's."""
         cid = cmd.command_id
         if cid in self._results:
             return self._results[cid]
@@ -216,7 +225,7 @@ class CommandExecutor:
                 self._starting.add(run)
             self._running[cid] = run
             run.add_done_callback(functools.partial(self._settled, cid))
-        return await asyncio.shield(run)
+        return run
 
     def _settled(self, cid: str, run: asyncio.Future[agent_pb2.CommandResult]) -> None:
         """A run ended: remember its result by id (every failure is answered with a result)."""

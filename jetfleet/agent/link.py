@@ -126,6 +126,18 @@ class _Acks:
             self._send(cid)
 
 
+class _InHand:
+    """One session's checked profiles queued without a task of their own (``AgentLink._start``): how many wait for
+    their result, and whether the session is over (a result that comes after it is not sent: the board remembers
+    it by id, for the command sent again)."""
+
+    __slots__ = ("closed", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.closed = False
+
+
 class AgentLink:
     """Dials the controller, keeps one session at a time, streams telemetry and heartbeats, and runs commands."""
 
@@ -164,6 +176,8 @@ class AgentLink:
         self.acks_sent = 0           # accepted commands acknowledged before their result (for tests and logs)
         self.command_batches = 0     # CommandBatch messages received (for tests and logs)
         self.result_batches = 0      # ResultBatch messages sent (for tests and logs)
+        self._parting: set[asyncio.Task[None]] = set()   # long results being cut into parts (``_send_result``)
+        self._unstarted: set[asyncio.Task[None]] = set()   # commands' tasks (``_command``) that have not started yet
         self.attempts = 0            # times it dialled the controller
         self.admission_waits: list[tuple[float, float]] = []   # (wait the controller told, wait taken), newest last
         self.notices: list[common_pb2.Error] = []
@@ -347,6 +361,7 @@ class AgentLink:
             call = agent_pb2_grpc.AgentLinkStub(channel).Session(outgoing())
             tasks: list[asyncio.Task[None]] = []
             acks: _Acks | None = None
+            in_hand = _InHand()
             try:
                 first = await call.read()
                 if first is _EOF or first.WhichOneof("kind") != "welcome":
@@ -375,18 +390,22 @@ class AgentLink:
                             self.command_batches += 1
                         tasks = [t for t in tasks if not t.done()]
                         for cmd in ([msg.command] if kind == "command" else msg.commands.commands):
-                            if len(tasks) >= 3 + MAX_COMMANDS_IN_FLIGHT:  # 3: the send, heartbeat and stop loops
+                            # 3: the send, heartbeat and stop loops
+                            if len(tasks) - 3 + in_hand.count >= MAX_COMMANDS_IN_FLIGHT:
                                 outq.put_nowait(agent_pb2.AgentMessage(result=agent_pb2.CommandResult(
                                     command_id=cmd.command_id[:160], ok=False, error=error_pb(ResourceExhausted(
                                         f"{MAX_COMMANDS_IN_FLIGHT} commands are waiting already", field="command")))))
                                 continue
-                            tasks.append(asyncio.create_task(self._command(cmd, outq, acks)))
+                            task = self._start(cmd, outq, acks, in_hand)
+                            if task is not None:
+                                tasks.append(task)
                     elif kind == "notice":
                         log.warning("%s: controller refused a message: %s", self.device_id, msg.notice.error.message)
                         self.notices.append(msg.notice.error)
             finally:
                 self._outq = None
-                for t in tasks:
+                in_hand.closed = True
+                for t in [*tasks, *self._parting]:
                     t.cancel()
                 if acks is not None:
                     acks.close()
@@ -479,10 +498,64 @@ class AgentLink:
         self.acks_sent += 1
         outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=command_id, accepted=True)))
 
+    def _start(self, cmd: agent_pb2.Command, outq: asyncio.Queue[agent_pb2.AgentMessage | None], acks: _Acks,
+               in_hand: _InHand) -> asyncio.Task[None] | None:
+        """Start a command the controller sent (in the order they came). A profile that passes its check (a
+        campaign's mode) is queued for the board at once and answered from its run's completion, with no task of its
+        own (a campaign keeps dozens in hand, each a task, a shield and three loop turns more); any other command,
+        and a profile its check refuses, runs as a task (``_command``). Returns that task, if any."""
+        # Not while a command that came before it waits for its task to start: then it waits its turn in a task too.
+        if cmd.WhichOneof("kind") == "run_profile" and not self._unstarted:
+            try:
+                checked = self.executor.check(cmd)
+            except JetfleetError:
+                pass   # refused: ``_command`` acknowledges the refusal, then sends the failed result
+            else:
+                cid = cmd.command_id
+                run = self.executor.submit(cmd, checked)
+                if isinstance(run, agent_pb2.CommandResult):   # this id ran already: its result again
+                    self._send_result(run, outq, in_hand)
+                    return None
+                acks.accepted(cid)
+                in_hand.count += 1
+                run.add_done_callback(functools.partial(self._answer, cid, outq, acks, in_hand))
+                return None
+        task = asyncio.create_task(self._command(cmd, outq, acks))
+        self._unstarted.add(task)
+        task.add_done_callback(self._unstarted.discard)   # (one cancelled before it started)
+        return task
+
+    def _answer(self, cid: str, outq: asyncio.Queue[agent_pb2.AgentMessage | None], acks: _Acks, in_hand: _InHand,
+                run: asyncio.Future[agent_pb2.CommandResult]) -> None:
+        """A profile started by ``_start`` ended: its result goes to the controller, unless the session is over."""
+        in_hand.count -= 1
+        acks.answered(cid)
+        if not run.cancelled() and not in_hand.closed:   # (cancelled: the event loop is closing under it)
+            self._send_result(run.result(), outq, in_hand)
+
+    def _send_result(self, result: agent_pb2.CommandResult, outq: asyncio.Queue[agent_pb2.AgentMessage | None],
+                     in_hand: _InHand) -> None:
+        if result.ByteSize() <= PART_BYTES:
+            msg = agent_pb2.AgentMessage()
+            msg.result.CopyFrom(result)   # half of what AgentMessage(result=result) costs (upb)
+            outq.put_nowait(msg)
+            return
+
+        async def in_parts() -> None:   # a long window: cut in a worker thread
+            parts = await to_thread(result_messages, result)
+            if not in_hand.closed:
+                for part in parts:
+                    outq.put_nowait(part)
+
+        task = asyncio.create_task(in_parts())
+        self._parting.add(task)
+        task.add_done_callback(self._parting.discard)
+
     async def _command(self, cmd: agent_pb2.Command, outq: asyncio.Queue[agent_pb2.AgentMessage | None],
                        acks: _Acks) -> None:
         """Run a command and send its result: a refusal is acknowledged at once (the failed result follows), an
         accepted command only once it has run ACK_AFTER_S without a result (``acks``)."""
+        self._unstarted.discard(asyncio.current_task())   # type: ignore[arg-type]
         try:
             checked = self.executor.check(cmd)
         except JetfleetError as e:
