@@ -8,7 +8,13 @@ import random
 import time
 
 import pytest
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Histogram,
+    disable_created_metrics,
+    enable_created_metrics,
+    generate_latest,
+)
 
 from jetfleet.agent.executor import CommandExecutor
 from jetfleet.agent.metrics import MINIBATCH_BUCKETS_S, AgentMetrics
@@ -49,9 +55,10 @@ def test_minibatch_histogram_counts_each_run_under_its_own_workload():
 
 
 def _exposed(registry: CollectorRegistry, name: str) -> list[str]:
-    """The exposition lines of ``name``'s family, its _created samples left out (they are creation times)."""
-    return [line for line in generate_latest(registry).decode().splitlines()
-            if line.split("{")[0].split(" ")[-1].startswith(name) and "_created" not in line]
+    """The exposition lines of ``name``'s family (HELP and TYPE lines too), its _created samples' values blanked
+    (they are creation times)."""
+    return [line.rsplit(" ", 1)[0] + " <time>" if line.startswith(f"{name}_created") else line
+            for line in generate_latest(registry).decode().splitlines() if name in line]
 
 
 def test_the_minibatch_histogram_is_exposed_as_prometheus_clients_histogram_would_expose_it():
@@ -71,7 +78,8 @@ def test_the_minibatch_histogram_is_exposed_as_prometheus_clients_histogram_woul
             observe(v)
             hist.labels("orin-7", workload).observe(v)
     ours, theirs = _exposed(metrics.registry, name), _exposed(reference, name)
-    assert len(ours) == 2 * (len(MINIBATCH_BUCKETS_S) + 1 + 2)   # per series: its buckets, +Inf, count, sum
+    # HELP and TYPE of the histogram and of its _created gauge; per series: its buckets, +Inf, count, sum, created
+    assert len(ours) == 4 + 2 * (len(MINIBATCH_BUCKETS_S) + 1 + 3)
     assert ours == theirs
     assert metrics.registry.get_sample_value(f"{name}_count", {"device": "orin-7", "workload": "bert"}) == len(values)
     created = metrics.registry.get_sample_value(f"{name}_created", {"device": "orin-7", "workload": "bert"})
@@ -82,3 +90,9 @@ def test_the_minibatch_histogram_is_exposed_as_prometheus_clients_histogram_woul
     assert _exposed(metrics.registry, name) == _exposed(reference, name)
     with pytest.raises(ValueError, match="2 label values"):
         metrics.minibatch.labels("orin-7")
+    disable_created_metrics()   # as PROMETHEUS_DISABLE_CREATED_SERIES does: no _created series, ours as theirs
+    try:
+        assert not any("_created" in line for line in _exposed(metrics.registry, name))
+        assert _exposed(metrics.registry, name) == _exposed(reference, name)
+    finally:
+        enable_created_metrics()

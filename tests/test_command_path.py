@@ -203,6 +203,10 @@ def test_commands_of_one_batch_run_in_the_order_they_came_whatever_their_kind():
     assert [(r.command_id, r.ok) for r in results] == [("c-1", True), ("p-1", True)]
     assert not results[0].cancelled and link.executor.profiles_run == 1
 
+    link, results = asyncio.run(batch([profile, step]))   # the profile first: queued at once, then the step
+    assert sorted(r.command_id for r in results) == ["p-1", "s-1"] and all(r.ok for r in results)
+    assert link.device.read_mode() == MODES[1]   # the step's mode last: it ran after the profile
+
 
 class _ScriptedController(agent_pb2_grpc.AgentLinkServicer):
     """A controller of the agent's real gRPC session that, on each session, welcomes the agent (batches on), sends
@@ -213,7 +217,7 @@ class _ScriptedController(agent_pb2_grpc.AgentLinkServicer):
         self.script, self.until = script, until
         self.sessions = 0
         self.results: list[list[agent_pb2.CommandResult]] = []
-        self.done = asyncio.Event()
+        self.done: asyncio.Event | None = None   # made in the event loop that serves it (Python 3.8 wants one)
 
     async def Session(self, requests, context):   # type: ignore[no-untyped-def]  # noqa: N802 - the service's name
         n = self.sessions
@@ -232,7 +236,7 @@ class _ScriptedController(agent_pb2_grpc.AgentLinkServicer):
             kind = msg.WhichOneof("kind")
             got.extend([msg.result] if kind == "result" else msg.results.results if kind == "results" else [])
             if len(got) >= self.until(n):
-                if self.until(n + 1) == 0:   # no session after this one
+                if self.until(n + 1) == 0 and self.done is not None:   # no session after this one
                     self.done.set()
                 return
 
@@ -243,6 +247,7 @@ def _with_agent(controller: _ScriptedController, speed: float):   # type: ignore
     from jetfleet.agent.link import AgentLink
 
     async def scenario():   # type: ignore[no-untyped-def]
+        controller.done = done = asyncio.Event()
         server = grpc.aio.server()
         agent_pb2_grpc.add_AgentLinkServicer_to_server(controller, server)
         port = server.add_insecure_port("127.0.0.1:0")
@@ -252,10 +257,13 @@ def _with_agent(controller: _ScriptedController, speed: float):   # type: ignore
         stop = asyncio.Event()
         running = asyncio.create_task(link.run(stop))
         try:
-            await asyncio.wait_for(controller.done.wait(), 60)
+            waiting = asyncio.create_task(done.wait())
+            await asyncio.wait([waiting, running], timeout=60, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            assert done.is_set(), f"the controller's script did not end (the link: {running})"
         finally:
             stop.set()
-            await asyncio.wait_for(running, 30)
+            await asyncio.wait_for(running, 30)   # and it raises what the link raised, if it did
             await server.stop(None)
         return link
 
@@ -279,8 +287,8 @@ def test_commands_over_the_in_flight_bound_are_refused_though_profiles_wait_with
 
 
 def test_profiles_in_hand_when_a_session_ends_run_once_and_are_answered_on_the_next_session():
-    """The session ends after the first result of three queued profiles: the other two go on (the board's), are
-    not sent on the dead session, and the same ids sent on the next session get their results without a second
+    """The session ends after the first result of three queued profiles: the other two go on (they are the
+    board's), and the same ids sent on the next session get their results (joined or remembered) without a second
     run."""
     cmds = [profile_command("resnet18", m, 40, f"p-{i}") for i, m in enumerate(MODES[:3])]
     controller = _ScriptedController(lambda s: cmds if s < 2 else [], lambda s: (1, 3)[s] if s < 2 else 0)
@@ -290,3 +298,22 @@ def test_profiles_in_hand_when_a_session_ends_run_once_and_are_answered_on_the_n
     assert sorted(r.command_id for r in second) == ["p-0", "p-1", "p-2"] and all(r.ok for r in second)
     assert link.executor.profiles_run == 3   # each once, across both sessions
     assert {r.command_id: r.profile.window_start_s for r in second}["p-0"] == first[0].profile.window_start_s
+
+
+def test_a_check_that_fails_unexpectedly_fails_its_command_only(monkeypatch):
+    """A fault in the agent's own check (not a refusal) answers that command INTERNAL; the session, and the profile
+    after it in the same batch, go on (it took the whole agent down when the read loop ran the check)."""
+    real = CommandExecutor.check
+
+    def check(self, cmd):   # type: ignore[no-untyped-def]
+        if cmd.command_id == "p-bad":
+            raise RuntimeError("a fault in a check")
+        return real(self, cmd)
+
+    monkeypatch.setattr(CommandExecutor, "check", check)
+    cmds = [profile_command("resnet18", MODES[0], 40, "p-bad"), profile_command("resnet18", MODES[1], 40, "p-0")]
+    controller = _ScriptedController(lambda s: cmds if s == 0 else [], lambda s: 2 if s == 0 else 0)
+    link = _with_agent(controller, math.inf)
+    got = {r.command_id: r for r in controller.results[0]}
+    assert got["p-0"].ok and not got["p-bad"].ok and got["p-bad"].error.code == "INTERNAL"
+    assert link.executor.profiles_run == 1

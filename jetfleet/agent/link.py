@@ -391,7 +391,7 @@ class AgentLink:
                         tasks = [t for t in tasks if not t.done()]
                         for cmd in ([msg.command] if kind == "command" else msg.commands.commands):
                             # 3: the send, heartbeat and stop loops
-                            if len(tasks) - 3 + in_hand.count >= MAX_COMMANDS_IN_FLIGHT:
+                            if len(tasks) - 3 + in_hand.count + len(self._parting) >= MAX_COMMANDS_IN_FLIGHT:
                                 outq.put_nowait(agent_pb2.AgentMessage(result=agent_pb2.CommandResult(
                                     command_id=cmd.command_id[:160], ok=False, error=error_pb(ResourceExhausted(
                                         f"{MAX_COMMANDS_IN_FLIGHT} commands are waiting already", field="command")))))
@@ -508,11 +508,16 @@ class AgentLink:
         if cmd.WhichOneof("kind") == "run_profile" and not self._unstarted:
             try:
                 checked = self.executor.check(cmd)
-            except JetfleetError:
-                pass   # refused: ``_command`` acknowledges the refusal, then sends the failed result
+            except Exception:   # refused (or the check failed): ``_command`` acknowledges it, then sends its result
+                pass
             else:
                 cid = cmd.command_id
-                run = self.executor.submit(cmd, checked)
+                try:
+                    run = self.executor.submit(cmd, checked)
+                except Exception as e:   # a fault of ours, not the board's answer: this command fails, the rest go on
+                    self._send_result(agent_pb2.CommandResult(command_id=cid, ok=False, error=error_pb(e)), outq,
+                                      in_hand)
+                    return None
                 if isinstance(run, agent_pb2.CommandResult):   # this id ran already: its result again
                     self._send_result(run, outq, in_hand)
                     return None
@@ -558,7 +563,7 @@ class AgentLink:
         self._unstarted.discard(asyncio.current_task())   # type: ignore[arg-type]
         try:
             checked = self.executor.check(cmd)
-        except JetfleetError as e:
+        except Exception as e:   # refused (an unexpected failure too: INTERNAL, logged; its run answers it the same)
             outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=cmd.command_id,
                                                                              accepted=False, error=error_pb(e))))
             result = await self.executor.execute(cmd)

@@ -9,6 +9,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Info
+from prometheus_client import metrics as prometheus_metrics
 from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -85,7 +86,9 @@ class MinibatchHistogram(Collector):
                 acc += c
                 cumulative.append((le, float(acc)))
             family.add_metric(list(key), cumulative, total)
-            family.add_sample(self.name + "_created", dict(zip(self.labelnames, key)), s.created)
+            # as prometheus_client's own: none where PROMETHEUS_DISABLE_CREATED_SERIES (or disable_created_metrics())
+            if getattr(prometheus_metrics, "_use_created", True):
+                family.add_sample(self.name + "_created", dict(zip(self.labelnames, key)), s.created)
         yield family
 
 
