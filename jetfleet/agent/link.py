@@ -428,8 +428,8 @@ class AgentLink:
             return first, carry
         self.result_batches += 1
         batch = agent_pb2.AgentMessage()
-        # extend, not AgentMessage(results=ResultBatch(results=...)): with upb, handing the constructor a message that
-        # holds repeated messages copies them field by field (~35 us a 40 KB profile result, 1 us this way)
+        # extend, not AgentMessage(results=ResultBatch(results=...)), which copies each result twice (with
+        # serialising, 15 -> 11 us a 40 KB profile result)
         batch.results.results.extend([first.result] + [m.result for m in more if m is not None])
         return batch, carry
 
