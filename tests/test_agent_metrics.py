@@ -26,12 +26,12 @@ from jetfleet.twin.board import EmulatedBoard
 def test_minibatch_histogram_counts_each_run_under_its_own_workload():
     board = EmulatedBoard("agx-orin", 0)
     metrics = AgentMetrics(board.catalog, "orin-7")
-    ex = CommandExecutor(board, metrics=metrics)
     train = agent_pb2.Command(command_id="t", run_training=agent_pb2.RunTraining(workload="resnet18", minibatches=7))
     prof = agent_pb2.Command(command_id="p", run_profile=agent_pb2.RunProfile(
         workload="mobilenet_v3", mode=mode_to_pb(board.catalog.maxn), minibatches=40))
 
     async def scenario() -> tuple[agent_pb2.CommandResult, agent_pb2.CommandResult]:
+        ex = CommandExecutor(board, metrics=metrics)   # in its event loop, as the agent makes it (Python 3.8's locks)
         return await ex.execute(train), await ex.execute(prof)
 
     trained, profiled = asyncio.run(scenario())

@@ -69,13 +69,13 @@ def test_the_mode_metric_shows_the_last_mode_profiled(monkeypatch):
     monkeypatch.setattr(executor_mod, "HOLD_S", 30.0)   # the four results go back to the event loop together
     board = EmulatedBoard("agx-orin", 0)
     metrics = AgentMetrics(board.catalog, "orin-3")
-    ex = CommandExecutor(board, metrics=metrics)
     cmds = [profile_command("resnet18", m, 40, f"p-{i}") for i, m in enumerate(MODES)]
 
     async def scenario():   # type: ignore[no-untyped-def]
-        return await asyncio.gather(*(ex.execute(c, ex.check(c)) for c in cmds))
+        ex = CommandExecutor(board, metrics=metrics)   # in its event loop, as the agent makes it (Python 3.8's locks)
+        return ex, await asyncio.gather(*(ex.execute(c, ex.check(c)) for c in cmds))
 
-    results = asyncio.run(scenario())
+    ex, results = asyncio.run(scenario())
     assert all(r.ok for r in results)
     shown = metrics.registry.get_sample_value("jetfleet_agent_power_mode_info",
                                               {"device": "orin-3", "mode": str(MODES[-1]), "preset": "",
