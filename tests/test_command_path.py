@@ -188,7 +188,7 @@ def test_commands_of_one_batch_run_in_the_order_they_came_whatever_their_kind():
             msg = await asyncio.wait_for(outq.get(), 30)
             if msg.WhichOneof("kind") == "result":
                 results.append(msg.result)
-        assert in_hand.count == 0 and not link._unstarted
+        assert in_hand.count == 0 and not link.executor._starting
         return link, results
 
     profile = profile_command("resnet18", MODES[0], 40, "p-1")

@@ -15,7 +15,7 @@ import grpc
 
 from jetfleet.agent.config import AgentConfig
 from jetfleet.agent.device.base import Device, TelemetrySample
-from jetfleet.agent.executor import CommandExecutor
+from jetfleet.agent.executor import Checked, CommandExecutor
 from jetfleet.agent.launcher import Launcher
 from jetfleet.agent.metrics import AgentMetrics
 from jetfleet.agent.sessions import SessionConfig, SessionServer
@@ -127,9 +127,9 @@ class _Acks:
 
 
 class _InHand:
-    """One session's checked profiles queued without a task of their own (``AgentLink._start``): how many wait for
-    their result, and whether the session is over (a result that comes after it is not sent: the board remembers
-    it by id, for the command sent again)."""
+    """One session's commands handed to the executor (``AgentLink._start``): how many wait for their result, and
+    whether the session is over (a result that comes after it is not sent: the board remembers it by id, for the
+    command sent again)."""
 
     __slots__ = ("closed", "count")
 
@@ -177,7 +177,6 @@ class AgentLink:
         self.command_batches = 0     # CommandBatch messages received (for tests and logs)
         self.result_batches = 0      # ResultBatch messages sent (for tests and logs)
         self._parting: set[asyncio.Task[None]] = set()   # long results being cut into parts (``_send_result``)
-        self._unstarted: set[asyncio.Task[None]] = set()   # commands' tasks (``_command``) that have not started yet
         self.attempts = 0            # times it dialled the controller
         self.admission_waits: list[tuple[float, float]] = []   # (wait the controller told, wait taken), newest last
         self.notices: list[common_pb2.Error] = []
@@ -388,17 +387,13 @@ class AgentLink:
                     if kind == "command" or kind == "commands":
                         if kind == "commands":
                             self.command_batches += 1
-                        tasks = [t for t in tasks if not t.done()]
                         for cmd in ([msg.command] if kind == "command" else msg.commands.commands):
-                            # 3: the send, heartbeat and stop loops
-                            if len(tasks) - 3 + in_hand.count + len(self._parting) >= MAX_COMMANDS_IN_FLIGHT:
+                            if in_hand.count + len(self._parting) >= MAX_COMMANDS_IN_FLIGHT:
                                 outq.put_nowait(agent_pb2.AgentMessage(result=agent_pb2.CommandResult(
                                     command_id=cmd.command_id[:160], ok=False, error=error_pb(ResourceExhausted(
                                         f"{MAX_COMMANDS_IN_FLIGHT} commands are waiting already", field="command")))))
                                 continue
-                            task = self._start(cmd, outq, acks, in_hand)
-                            if task is not None:
-                                tasks.append(task)
+                            self._start(cmd, outq, acks, in_hand)
                     elif kind == "notice":
                         log.warning("%s: controller refused a message: %s", self.device_id, msg.notice.error.message)
                         self.notices.append(msg.notice.error)
@@ -499,40 +494,34 @@ class AgentLink:
         outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=command_id, accepted=True)))
 
     def _start(self, cmd: agent_pb2.Command, outq: asyncio.Queue[agent_pb2.AgentMessage | None], acks: _Acks,
-               in_hand: _InHand) -> asyncio.Task[None] | None:
-        """Start a command the controller sent (in the order they came). A profile that passes its check (a
-        campaign's mode) is queued for the board at once and answered from its run's completion, with no task of its
-        own (a campaign keeps dozens in hand, each a task, a shield and three loop turns more); any other command,
-        and a profile its check refuses, runs as a task (``_command``). Returns that task, if any."""
-        # Not while a command that came before it waits for its task to start: then it waits its turn in a task too.
-        if cmd.WhichOneof("kind") == "run_profile" and not self._unstarted:
-            try:
-                checked = self.executor.check(cmd)
-            except Exception:   # refused (or the check failed): ``_command`` acknowledges it, then sends its result
-                pass
-            else:
-                cid = cmd.command_id
-                try:
-                    run = self.executor.submit(cmd, checked)
-                except Exception as e:   # a fault of ours, not the board's answer: this command fails, the rest go on
-                    self._send_result(agent_pb2.CommandResult(command_id=cid, ok=False, error=error_pb(e)), outq,
-                                      in_hand)
-                    return None
-                if isinstance(run, agent_pb2.CommandResult):   # this id ran already: its result again
-                    self._send_result(run, outq, in_hand)
-                    return None
-                acks.accepted(cid)
-                in_hand.count += 1
-                run.add_done_callback(functools.partial(self._answer, cid, outq, acks, in_hand))
-                return None
-        task = asyncio.create_task(self._command(cmd, outq, acks))
-        self._unstarted.add(task)
-        task.add_done_callback(self._unstarted.discard)   # (one cancelled before it started)
-        return task
+               in_hand: _InHand) -> None:
+        """Start a command the controller sent, in the order they came: checked once (a refusal acknowledged at once,
+        its failed result to follow), then handed to the executor, whose run of it (a campaign's profile queued for
+        the board, anything else a task that keeps its place in line) is answered when it ends (``_answer``); an
+        accepted command is acknowledged only if it runs ACK_AFTER_S without a result (``acks``)."""
+        cid = cmd.command_id
+        checked: Checked | None = None
+        try:
+            checked = self.executor.check(cmd)
+        except Exception as e:   # refused (an unexpected failure too: INTERNAL, logged; its run answers it the same)
+            outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=cid, accepted=False,
+                                                                             error=error_pb(e))))
+        try:
+            run = self.executor.submit(cmd, checked)
+        except Exception as e:   # a fault of ours, not the board's answer: this command fails, the rest go on
+            self._send_result(agent_pb2.CommandResult(command_id=cid, ok=False, error=error_pb(e)), outq, in_hand)
+            return
+        if isinstance(run, agent_pb2.CommandResult):   # this id ran already: its result again
+            self._send_result(run, outq, in_hand)
+            return
+        if checked is not None:
+            acks.accepted(cid)
+        in_hand.count += 1
+        run.add_done_callback(functools.partial(self._answer, cid, outq, acks, in_hand))
 
     def _answer(self, cid: str, outq: asyncio.Queue[agent_pb2.AgentMessage | None], acks: _Acks, in_hand: _InHand,
                 run: asyncio.Future[agent_pb2.CommandResult]) -> None:
-        """A profile started by ``_start`` ended: its result goes to the controller, unless the session is over."""
+        """A command started by ``_start`` ended: its result goes to the controller, unless the session is over."""
         in_hand.count -= 1
         acks.answered(cid)
         if not run.cancelled() and not in_hand.closed:   # (cancelled: the event loop is closing under it)
@@ -555,28 +544,3 @@ class AgentLink:
         task = asyncio.create_task(in_parts())
         self._parting.add(task)
         task.add_done_callback(self._parting.discard)
-
-    async def _command(self, cmd: agent_pb2.Command, outq: asyncio.Queue[agent_pb2.AgentMessage | None],
-                       acks: _Acks) -> None:
-        """Run a command and send its result: a refusal is acknowledged at once (the failed result follows), an
-        accepted command only once it has run ACK_AFTER_S without a result (``acks``)."""
-        self._unstarted.discard(asyncio.current_task())   # type: ignore[arg-type]
-        try:
-            checked = self.executor.check(cmd)
-        except Exception as e:   # refused (an unexpected failure too: INTERNAL, logged; its run answers it the same)
-            outq.put_nowait(agent_pb2.AgentMessage(ack=agent_pb2.CommandAck(command_id=cmd.command_id,
-                                                                             accepted=False, error=error_pb(e))))
-            result = await self.executor.execute(cmd)
-        else:
-            acks.accepted(cmd.command_id)
-            try:
-                result = await self.executor.execute(cmd, checked)   # checked once, here
-            finally:
-                acks.answered(cmd.command_id)   # answered in time: the result is the acknowledgement
-        if result.ByteSize() > PART_BYTES:
-            for msg in await to_thread(result_messages, result):
-                outq.put_nowait(msg)
-            return
-        msg = agent_pb2.AgentMessage()
-        msg.result.CopyFrom(result)   # half of what AgentMessage(result=result) costs (upb)
-        outq.put_nowait(msg)
