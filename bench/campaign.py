@@ -42,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.campaign_minimal import RedisRows, SqliteRows, minimal_campaign, stored_row  # noqa: E402
+from bench.fleet import cpu_s  # noqa: E402
 from jetfleet.agent.profiler import ProfileRequest, profile, profile_result_pb  # noqa: E402
 from jetfleet.client import OperatorClient  # noqa: E402
 from jetfleet.controller.config import ControllerConfig  # noqa: E402
@@ -139,15 +140,6 @@ def minimal_redis(url: str, rows: list[tuple[str, str, bytes, str]]) -> float:
     return _commits(RedisRows(url, [r[0] for r in rows]), rows)
 
 
-def _cpu_s(pid: int) -> float | None:
-    """CPU seconds (user + system) process ``pid`` has used so far, None where /proc does not say."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def jetfleet_campaign(store: str, modes: list[PowerMode], agent_process: bool = True,
                       cpu: list[tuple[float, float]] | None = None) -> float:
     """Modes per second of a campaign of ``modes`` (campaign_modes) on one instant twin, end to end: the board's
@@ -165,7 +157,7 @@ def jetfleet_campaign(store: str, modes: list[PowerMode], agent_process: bool = 
             wait_until(lambda: any(d.device_id == "agx-orin-0" and d.online for d in c.list_devices()), 60,
                        "the board online")
             whole = len(modes) == EmulatedBoard("agx-orin", 0).catalog.grid_size("powertrain")
-            cpu0 = (_cpu_s(agent.pid), time.process_time()) if agent is not None else None
+            cpu0 = (cpu_s(agent.pid), time.process_time()) if agent is not None else None
             t0 = time.time()   # the controller's clock (this host's): the campaign's finished_s is on it
             camp = c.create_campaign(workload="resnet18", modes="powertrain" if whole else "",
                                      mode_list=() if whole else [str(m) for m in modes], minibatches=40,
@@ -173,15 +165,14 @@ def jetfleet_campaign(store: str, modes: list[PowerMode], agent_process: bool = 
             while camp.status == "running":
                 time.sleep(0.05)
                 camp = c.get_campaign(camp.campaign_id)
-            # to the controller's finish (its last result stored), as the minimal campaign is timed to its last
-            # commit: not to this loop's next look, up to 50 ms later (~5 % of a 600-mode campaign's time)
-            wall = camp.finished_s - t0
             if camp.done != camp.total:
                 raise RuntimeError(f"campaign ended {camp.status} with {camp.done}/{camp.total} modes measured")
-            agent_s = _cpu_s(agent.pid) if agent is not None else None
-            if cpu is not None and cpu0 is not None and cpu0[0] is not None and agent_s is not None and camp.done:
-                cpu.append(((agent_s - cpu0[0]) / camp.done * 1e3, (time.process_time() - cpu0[1]) / camp.done * 1e3))
-            return camp.done / wall
+            if cpu is not None and cpu0 is not None and agent is not None:
+                cpu.append(((cpu_s(agent.pid) - cpu0[0]) / camp.done * 1e3,
+                            (time.process_time() - cpu0[1]) / camp.done * 1e3))
+            # to the controller's finish (its last result stored), as the minimal campaign is timed to its last
+            # commit: not to this loop's next look, up to 50 ms later (~5 % of a 600-mode campaign's time)
+            return camp.done / (camp.finished_s - t0)
     finally:
         if agent is not None:
             agent.end()
